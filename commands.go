@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/proxy"
+	"github.com/toolsift/toolsift/upstream"
+)
+
+// version is set at build time with -ldflags "-X main.version=…"; otherwise it comes from
+// the module's build info.
+var version = ""
+
+const usage = `toolsift: one MCP server in front of many, with tools unlocked by search.
+
+Usage:
+  toolsift [serve] [--config FILE] [--log-level LEVEL]   serve MCP over stdio
+  toolsift version                                        print the version
+
+Without --config, toolsift reads ./toolsift.yaml, then $XDG_CONFIG_HOME/toolsift/config.yaml.
+`
+
+// errUsage marks command-line mistakes, which exit with status 2.
+var errUsage = errors.New("usage")
+
+func exitCode(err error) int {
+	if errors.Is(err, errUsage) {
+		return 2
+	}
+	return 1
+}
+
+// run is the whole program: main only adds signals and the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, args, stdin, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "toolsift", buildVersion())
+		return nil
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+}
+
+func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config", "", "configuration file (YAML or JSON)")
+	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
+	}
+	// Logs go to stderr only: in stdio mode stdout carries nothing but JSON-RPC.
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	slog.SetDefault(log) // mcp-go's transports log through the default logger
+
+	file, err := findConfig(*configFile)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(file, nil)
+	if err != nil {
+		return err
+	}
+	upstream.Version = buildVersion()
+	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log})
+	defer pool.Close()
+	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion()})
+	pool.Start()
+	log.Info("serving on stdio", "config", file, "servers", len(cfg.Servers))
+	return srv.ServeStdio(ctx, stdin, stdout)
+}
+
+// findConfig returns the configuration file to use: the one named, or the first that exists
+// of ./toolsift.yaml and $XDG_CONFIG_HOME/toolsift/config.yaml.
+func findConfig(named string) (string, error) {
+	if named != "" {
+		return named, nil
+	}
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			xdg = filepath.Join(home, ".config")
+		}
+	}
+	candidates := []string{"toolsift.yaml", filepath.Join(xdg, "toolsift", "config.yaml")}
+	for _, c := range candidates {
+		if _, err := os.Stat(c); err == nil {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("no configuration: looked for %s; pass --config FILE, or start from config.example.yaml: cp config.example.yaml toolsift.yaml",
+		strings.Join(candidates, " and "))
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "dev"
+}

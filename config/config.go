@@ -1,0 +1,384 @@
+// Package config loads toolsift's YAML (or JSON) configuration: defaults, then parse, then
+// validate. Its shape is the mcpServers block of .mcp.json, so users paste what they have.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Server types.
+const (
+	TypeStdio = "stdio"
+	TypeHTTP  = "http"
+	TypeSSE   = "sse"
+)
+
+// Config is a loaded and validated configuration.
+type Config struct {
+	// File is the path the configuration was read from, for messages.
+	File string
+	// Servers are the configured upstream servers in file order, disabled ones included.
+	Servers []Server
+}
+
+// Server is one upstream MCP server.
+type Server struct {
+	// Name is the server's key under mcpServers.
+	Name string
+	// Type is TypeStdio, TypeHTTP or TypeSSE. It defaults to stdio when command is set and to
+	// http when url is set.
+	Type    string
+	Command string
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+	URL     string
+	Headers map[string]string
+	// Prefix starts every exposed tool name of this server (prefix__tool). It defaults to Name;
+	// an explicit empty prefix exposes bare tool names.
+	Prefix string
+	// Description is a one-line summary shown to the model in tool_search's description. Empty
+	// means the server's own instructions or title.
+	Description string
+	// AlwaysLoad lists tool-name patterns (path.Match globs) shown to every session from the
+	// start; AlwaysLoadAll shows every tool of the server.
+	AlwaysLoad    []string
+	AlwaysLoadAll bool
+	// Allow, if not empty, keeps only the tools that match one of its patterns; Deny then drops
+	// the tools that match one of its patterns. Denied tools are never listed, searched or called.
+	Allow    []string
+	Deny     []string
+	Disabled bool
+}
+
+// Allowed reports whether the server's allow and deny lists admit the tool.
+func (s *Server) Allowed(tool string) bool {
+	if len(s.Allow) > 0 && !matchAny(s.Allow, tool) {
+		return false
+	}
+	return !matchAny(s.Deny, tool)
+}
+
+// AlwaysLoaded reports whether the configuration marks the tool always-load.
+func (s *Server) AlwaysLoaded(tool string) bool {
+	return s.AlwaysLoadAll || matchAny(s.AlwaysLoad, tool)
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Error is one problem in a configuration file, located by line and key path.
+type Error struct {
+	File string
+	Line int
+	// Path is the dotted key path, such as mcpServers.github.args.
+	Path string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
+	}
+	if e.Path == "" {
+		return loc + ": " + e.Msg
+	}
+	return fmt.Sprintf("%s: %s: %s", loc, e.Path, e.Msg)
+}
+
+// Load reads and validates the configuration file at file. getenv resolves ${VAR}
+// references; nil means os.LookupEnv.
+func Load(file string, getenv func(string) (string, bool)) (*Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return Parse(file, data, getenv)
+}
+
+// Parse validates configuration text; file only names it in errors.
+func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Config, error) {
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	p := &parser{file: file, getenv: getenv}
+	cfg := &Config{File: file}
+	if len(doc.Content) == 0 {
+		return nil, &Error{File: file, Msg: "empty file: want a mapping with an mcpServers key"}
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, &Error{File: file, Line: root.Line, Msg: "want a mapping with an mcpServers key, got " + kindName(root)}
+	}
+	var servers *yaml.Node
+	p.fields(root, "", func(key string, val *yaml.Node, at string) {
+		switch key {
+		case "mcpServers":
+			servers = val
+		default:
+			p.errorf(val, at, "unknown key (known: mcpServers)")
+		}
+	})
+	if servers == nil {
+		p.errorf(root, "mcpServers", "missing: list your servers under mcpServers")
+	} else if servers.Kind != yaml.MappingNode {
+		p.errorf(servers, "mcpServers", "want a mapping of server names, got %s", kindName(servers))
+	} else {
+		nodes := map[string]*yaml.Node{}
+		p.fields(servers, "mcpServers", func(name string, v *yaml.Node, at string) {
+			nodes[name] = v
+			cfg.Servers = append(cfg.Servers, p.server(name, v, at))
+		})
+		p.validate(cfg, nodes)
+	}
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return cfg, nil
+}
+
+type parser struct {
+	file   string
+	getenv func(string) (string, bool)
+	errs   []error
+}
+
+func (p *parser) errorf(n *yaml.Node, at, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Path: at, Msg: fmt.Sprintf(format, args...)})
+}
+
+// fields calls f for each key of a mapping node, reporting duplicate keys.
+func (p *parser) fields(n *yaml.Node, at string, f func(key string, val *yaml.Node, at string)) {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		sub := k.Value
+		if at != "" {
+			sub = at + "." + k.Value
+		}
+		if seen[k.Value] {
+			p.errorf(k, sub, "duplicate key")
+			continue
+		}
+		seen[k.Value] = true
+		f(k.Value, v, sub)
+	}
+}
+
+func (p *parser) server(name string, n *yaml.Node, at string) Server {
+	s := Server{Name: name, Prefix: name}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, at, "want a mapping (command/args or type/url), got %s", kindName(n))
+		return s
+	}
+	var typeNode *yaml.Node
+	p.fields(n, at, func(key string, v *yaml.Node, at string) {
+		switch key {
+		case "type", "transport":
+			typeNode = v
+			s.Type = p.str(v, at)
+		case "command":
+			s.Command = p.str(v, at)
+		case "args":
+			s.Args = p.strList(v, at)
+		case "env":
+			s.Env = p.strMap(v, at)
+		case "cwd":
+			s.Cwd = p.str(v, at)
+		case "url":
+			s.URL = p.str(v, at)
+		case "headers":
+			s.Headers = p.strMap(v, at)
+		case "prefix":
+			s.Prefix = p.str(v, at)
+		case "description":
+			s.Description = p.str(v, at)
+		case "alwaysLoad":
+			if v.Kind == yaml.ScalarNode && v.Tag == "!!bool" {
+				s.AlwaysLoadAll = p.bool(v, at)
+			} else {
+				s.AlwaysLoad = p.patterns(v, at)
+			}
+		case "allow":
+			s.Allow = p.patterns(v, at)
+		case "deny":
+			s.Deny = p.patterns(v, at)
+		case "disabled":
+			s.Disabled = p.bool(v, at)
+		default:
+			p.errorf(v, at, "unknown key (known: type, command, args, env, cwd, url, headers, prefix, description, alwaysLoad, allow, deny, disabled)")
+		}
+	})
+	switch {
+	case s.Type == "" && s.Command != "":
+		s.Type = TypeStdio
+	case s.Type == "" && s.URL != "":
+		s.Type = TypeHTTP
+	case s.Type == "streamable-http" || s.Type == "streamableHttp":
+		s.Type = TypeHTTP
+	}
+	switch s.Type {
+	case "":
+		p.errorf(n, at, "neither command (a program to start) nor url (a server to reach) is set")
+	case TypeStdio:
+		if s.Command == "" {
+			p.errorf(n, at+".command", "missing: a stdio server needs a command")
+		}
+		if s.URL != "" {
+			p.errorf(n, at+".url", "a stdio server takes command, not url")
+		}
+	case TypeHTTP, TypeSSE:
+		if s.URL == "" {
+			p.errorf(n, at+".url", "missing: a %s server needs a url", s.Type)
+		} else if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.errorf(n, at+".url", "%q is not an http(s) URL", s.URL)
+		}
+		if s.Command != "" {
+			p.errorf(n, at+".command", "a %s server takes url, not command", s.Type)
+		}
+	default:
+		p.errorf(typeNode, at+".type", "%q is not a server type (want stdio, http or sse)", s.Type)
+	}
+	return s
+}
+
+// validate checks what spans servers; nodes locates each server by name.
+func (p *parser) validate(cfg *Config, nodes map[string]*yaml.Node) {
+	byPrefix := map[string]string{}
+	for _, s := range cfg.Servers {
+		if s.Disabled {
+			continue
+		}
+		n := nodes[s.Name]
+		at := "mcpServers." + s.Name + ".prefix"
+		if !validPrefix.MatchString(s.Prefix) {
+			p.errorf(n, at, "%q may use only letters, digits, _ and - (set prefix to rename the server's tools)", s.Prefix)
+		}
+		if other, dup := byPrefix[s.Prefix]; dup {
+			p.errorf(n, at, "%q is also the prefix of server %q: exposed tool names would collide", s.Prefix, other)
+		}
+		byPrefix[s.Prefix] = s.Name
+	}
+}
+
+var validPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{0,40}$`)
+
+func (p *parser) str(n *yaml.Node, at string) string {
+	// Numbers and booleans are read as their text: YAML users write `PORT: 8080`.
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.errorf(n, at, "want a string, got %s", kindName(n))
+		return ""
+	}
+	return p.expand(n, at, n.Value)
+}
+
+func (p *parser) bool(n *yaml.Node, at string) bool {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+		p.errorf(n, at, "want true or false, got %s", kindName(n))
+		return false
+	}
+	var b bool
+	_ = n.Decode(&b)
+	return b
+}
+
+func (p *parser) strList(n *yaml.Node, at string) []string {
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, at, "want a list of strings, got %s", kindName(n))
+		return nil
+	}
+	out := make([]string, 0, len(n.Content))
+	for i, item := range n.Content {
+		out = append(out, p.str(item, fmt.Sprintf("%s[%d]", at, i)))
+	}
+	return out
+}
+
+// patterns reads a list of tool-name globs, rejecting malformed ones.
+func (p *parser) patterns(n *yaml.Node, at string) []string {
+	list := p.strList(n, at)
+	for i, pat := range list {
+		if _, err := path.Match(pat, ""); err != nil {
+			p.errorf(n.Content[i], fmt.Sprintf("%s[%d]", at, i), "%q is not a valid pattern: %v", pat, err)
+		}
+	}
+	return list
+}
+
+func (p *parser) strMap(n *yaml.Node, at string) map[string]string {
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, at, "want a mapping of names to strings, got %s", kindName(n))
+		return nil
+	}
+	out := map[string]string{}
+	p.fields(n, at, func(key string, v *yaml.Node, at string) {
+		out[key] = p.str(v, at)
+	})
+	return out
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expand replaces ${VAR} and ${VAR:-default} in s.
+func (p *parser) expand(n *yaml.Node, at, s string) string {
+	if !strings.Contains(s, "${") {
+		return s
+	}
+	return envRef.ReplaceAllStringFunc(s, func(ref string) string {
+		m := envRef.FindStringSubmatch(ref)
+		if v, ok := p.getenv(m[1]); ok && (v != "" || m[2] == "") {
+			return v
+		}
+		if m[2] != "" {
+			return m[3]
+		}
+		p.errorf(n, at, "${%s} is not set (export it, or write ${%s:-default})", m[1], m[1])
+		return ""
+	})
+}
+
+func kindName(n *yaml.Node) string {
+	if n == nil {
+		return "nothing"
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	switch n.Tag {
+	case "!!null":
+		return "null"
+	case "!!bool":
+		return "a boolean"
+	case "!!int", "!!float":
+		return "a number"
+	}
+	return "a string"
+}

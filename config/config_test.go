@@ -1,0 +1,128 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+}
+
+func TestParseValid(t *testing.T) {
+	src := `
+mcpServers:
+  github:
+    command: npx
+    args: ["-y", "@modelcontextprotocol/server-github", 7]
+    env: { GITHUB_PERSONAL_ACCESS_TOKEN: "${GITHUB_TOKEN}", LEVEL: "${LEVEL:-info}", PORT: 8080 }
+    alwaysLoad: [search_issues, create_issue]
+  jira:
+    type: http
+    url: https://jira.example.com/mcp
+    headers: { Authorization: "Bearer ${JIRA_TOKEN}" }
+    deny: ["delete_*"]
+    prefix: j
+  all:
+    url: http://127.0.0.1:9/sse
+    type: sse
+    alwaysLoad: true
+    prefix: ""
+  off:
+    command: nothing
+    prefix: j
+    disabled: true
+`
+	cfg, err := Parse("c.yaml", []byte(src), env(map[string]string{"GITHUB_TOKEN": "ghp", "JIRA_TOKEN": "jt"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Servers) != 4 {
+		t.Fatalf("got %d servers, want 4", len(cfg.Servers))
+	}
+	gh, jira, all := cfg.Servers[0], cfg.Servers[1], cfg.Servers[2]
+	if gh.Type != TypeStdio || gh.Prefix != "github" || gh.Args[2] != "7" {
+		t.Errorf("github = %+v", gh)
+	}
+	if gh.Env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "ghp" || gh.Env["LEVEL"] != "info" || gh.Env["PORT"] != "8080" {
+		t.Errorf("github env = %v", gh.Env)
+	}
+	if !gh.AlwaysLoaded("create_issue") || gh.AlwaysLoaded("list_issues") {
+		t.Errorf("github alwaysLoad = %v", gh.AlwaysLoad)
+	}
+	if jira.Headers["Authorization"] != "Bearer jt" || jira.Prefix != "j" {
+		t.Errorf("jira = %+v", jira)
+	}
+	if jira.Allowed("delete_issue") || !jira.Allowed("get_issue") {
+		t.Errorf("jira deny %v not applied", jira.Deny)
+	}
+	if all.Type != TypeSSE || all.Prefix != "" || !all.AlwaysLoaded("anything") {
+		t.Errorf("all = %+v", all)
+	}
+}
+
+func TestParseJSON(t *testing.T) {
+	src := `{"mcpServers": {"fs": {"type": "stdio", "command": "npx", "args": ["-y", "x"]}}}`
+	cfg, err := Parse("c.json", []byte(src), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Servers[0].Command != "npx" {
+		t.Errorf("got %+v", cfg.Servers[0])
+	}
+}
+
+func TestAllowList(t *testing.T) {
+	s := Server{Allow: []string{"get_*", "list_*"}, Deny: []string{"get_secret"}}
+	for tool, want := range map[string]bool{"get_issue": true, "list_x": true, "get_secret": false, "create_x": false} {
+		if got := s.Allowed(tool); got != want {
+			t.Errorf("Allowed(%q) = %v, want %v", tool, got, want)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want []string // substrings of the error
+	}{
+		{"empty", ``, []string{"c.yaml", "empty file"}},
+		{"not a mapping", `- a`, []string{"c.yaml:1", "want a mapping"}},
+		{"syntax", "mcpServers:\n  a: [\n", []string{"c.yaml", "yaml:"}},
+		{"no servers key", `servers: {}`, []string{"c.yaml:1: servers: unknown key"}},
+		{"servers not a map", `mcpServers: [a]`, []string{"c.yaml:1: mcpServers: want a mapping"}},
+		{"unknown server key", "mcpServers:\n  gh:\n    command: x\n    comand: y\n", []string{"c.yaml:4: mcpServers.gh.comand: unknown key"}},
+		{"args not a list", "mcpServers:\n  gh:\n    command: x\n    args: -y\n", []string{"c.yaml:4: mcpServers.gh.args: want a list of strings, got a string"}},
+		{"args item a map", "mcpServers:\n  gh:\n    command: x\n    args: [{a: b}]\n", []string{"mcpServers.gh.args[0]: want a string, got a mapping"}},
+		{"env not a map", "mcpServers:\n  gh:\n    command: x\n    env: [A]\n", []string{"mcpServers.gh.env: want a mapping"}},
+		{"unset var", "mcpServers:\n  gh:\n    command: x\n    env:\n      TOKEN: ${NOPE}\n", []string{"c.yaml:5: mcpServers.gh.env.TOKEN: ${NOPE} is not set"}},
+		{"unset var in header", "mcpServers:\n  j:\n    url: https://x/mcp\n    headers: {Authorization: \"Bearer ${JIRA_TOKEN}\"}\n", []string{"mcpServers.j.headers.Authorization: ${JIRA_TOKEN} is not set"}},
+		{"neither command nor url", "mcpServers:\n  gh:\n    args: [a]\n", []string{"c.yaml:3: mcpServers.gh: neither command"}},
+		{"http without url", "mcpServers:\n  gh:\n    type: http\n", []string{"mcpServers.gh.url: missing"}},
+		{"bad url", "mcpServers:\n  gh:\n    url: ftp://x\n", []string{"mcpServers.gh.url: \"ftp://x\" is not an http(s) URL"}},
+		{"bad type", "mcpServers:\n  gh:\n    type: websocket\n    url: http://x\n", []string{"c.yaml:3: mcpServers.gh.type: \"websocket\" is not a server type"}},
+		{"both", "mcpServers:\n  gh:\n    command: x\n    url: http://x\n", []string{"mcpServers.gh.url: a stdio server takes command"}},
+		{"alwaysLoad number", "mcpServers:\n  gh:\n    command: x\n    alwaysLoad: 3\n", []string{"mcpServers.gh.alwaysLoad: want a list of strings, got a number"}},
+		{"disabled string", "mcpServers:\n  gh:\n    command: x\n    disabled: nope\n", []string{"mcpServers.gh.disabled: want true or false"}},
+		{"bad glob", "mcpServers:\n  gh:\n    command: x\n    deny: [\"[\"]\n", []string{"mcpServers.gh.deny[0]: \"[\" is not a valid pattern"}},
+		{"duplicate prefix", "mcpServers:\n  a:\n    command: x\n    prefix: p\n  b:\n    command: y\n    prefix: p\n", []string{"c.yaml:6: mcpServers.b.prefix: \"p\" is also the prefix of server \"a\""}},
+		{"bad prefix", "mcpServers:\n  \"my server\":\n    command: x\n", []string{"mcpServers.my server.prefix: \"my server\" may use only"}},
+		{"duplicate server", "mcpServers:\n  a:\n    command: x\n  a:\n    command: y\n", []string{"mcpServers.a: duplicate key"}},
+		{"null command", "mcpServers:\n  a:\n    command:\n", []string{"mcpServers.a.command: want a string, got null"}},
+		{"two errors at once", "mcpServers:\n  a:\n    command: x\n    bogus: 1\n  b:\n    url: nope\n", []string{"mcpServers.a.bogus", "mcpServers.b.url"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(tt.src), env(nil))
+			if err == nil {
+				t.Fatalf("Parse(%q) = nil error, want %q", tt.src, tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Parse(%q) error = %q, want it to contain %q", tt.src, err, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,197 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolsift/toolsift/search"
+	"github.com/toolsift/toolsift/upstream"
+)
+
+// searchHint ends every tool_search result: a missed tool is the worst failure of a lazy
+// proxy, because the model concludes the capability does not exist and quietly does less.
+const searchHint = "Call a match directly by its name, or through call_tool {name, arguments}. " +
+	"If none fits, search again with other words (synonyms, the service's name, or select:name) before concluding the capability does not exist."
+
+const queryHelp = `Write a few keywords for the capability you need, such as "create issue" or "read file"; ` +
+	`+word requires a word ("+github pull request"); select:name1,name2 fetches tools by exact name.`
+
+// Match is one tool_search match.
+type Match struct {
+	Name        string          `json:"name"`
+	Server      string          `json:"server"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// SearchResult is tool_search's result, sent as JSON text and as structuredContent.
+type SearchResult struct {
+	Query    string   `json:"query"`
+	Matches  []Match  `json:"matches"`
+	Unlocked []string `json:"unlocked"`
+	// Unknown lists select: names that match no tool.
+	Unknown []string `json:"unknown,omitempty"`
+	// Unavailable lists servers whose tools could not be searched.
+	Unavailable []string `json:"unavailable,omitempty"`
+	Hint        string   `json:"hint"`
+}
+
+func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Query      *string `json:"query"`
+		MaxResults *int    `json:"max_results"`
+	}
+	if err := json.Unmarshal(rawArgs(req), &args); err != nil {
+		return errorResult("tool_search: arguments must be an object {query, max_results}: %v. %s", err, queryHelp), nil
+	}
+	if args.Query == nil {
+		return errorResult("tool_search: query is required. %s", queryHelp), nil
+	}
+	limit := defaultResults
+	if args.MaxResults != nil {
+		limit = min(max(*args.MaxResults, 1), maxResults)
+	}
+	q, err := search.ParseQuery(*args.Query)
+	if err != nil {
+		return errorResult("tool_search: %v in %q. %s", err, *args.Query, queryHelp), nil
+	}
+	start := time.Now()
+	pending := s.awaitStartup(ctx)
+	ix, cat := s.searchIndex()
+	hits, unknown := ix.Search(q, limit)
+
+	res := SearchResult{Query: *args.Query, Matches: []Match{}, Unlocked: []string{}, Unknown: unknown, Hint: searchHint}
+	names := make([]string, 0, len(hits))
+	for _, h := range hits {
+		t, _ := cat.Lookup(h.Name)
+		res.Matches = append(res.Matches, Match{
+			Name: t.Exposed, Server: t.Server,
+			Description: firstParagraph(t.Description, 1024),
+			InputSchema: schemaOrEmpty(t.InputSchema),
+		})
+		names = append(names, t.Exposed)
+	}
+	for _, st := range s.ups.Statuses() {
+		if st.State != upstream.StateConnected && st.State != upstream.StateDisabled {
+			res.Unavailable = append(res.Unavailable, fmt.Sprintf("%s (%s)", st.Name, st.State))
+		}
+	}
+	if len(hits) == 0 {
+		res.Hint = "No tool matched. " + res.Hint
+	}
+	sess := s.sessionFrom(ctx)
+	if !stable(ctx) {
+		res.Unlocked = append(res.Unlocked, s.unlock(sess, cat, names)...)
+		if len(res.Unlocked) > 0 {
+			s.announce(ctx, sess, true)
+		}
+	}
+	s.log.Info("tool search", "session", sess.id, "query", *args.Query, "results", names,
+		"unlocked", len(res.Unlocked), "pending", pending, "duration_ms", time.Since(start).Milliseconds())
+	text, _ := json.Marshal(res)
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(string(text))},
+		StructuredContent: res,
+	}, nil
+}
+
+func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(rawArgs(req), &args); err != nil {
+		return errorResult("call_tool: arguments must be an object {name, arguments}: %v", err), nil
+	}
+	if args.Name == "" {
+		return errorResult("call_tool: name is required: the exact name of a tool that tool_search returned"), nil
+	}
+	switch a := strings.TrimSpace(string(args.Arguments)); {
+	case a == "" || a == "null":
+		args.Arguments = nil
+	case a[0] != '{':
+		return errorResult("call_tool: arguments for %s must be a JSON object, got %s", args.Name, cut(a, 80)), nil
+	}
+	cat := s.ups.Catalog()
+	t, ok := cat.Lookup(args.Name)
+	var pending []string
+	if !ok {
+		// The catalog may still be filling: wait for servers on their first attempt.
+		pending = s.awaitStartup(ctx)
+		cat = s.ups.Catalog()
+		t, ok = cat.Lookup(args.Name)
+	}
+	if !ok {
+		return s.unknownTool(args.Name, pending), nil
+	}
+	sess := s.sessionFrom(ctx)
+	// Announce before calling upstream: a notification sent as a call's handler ends can be
+	// lost over streamable HTTP, and the client should see the tool it just used.
+	if !stable(ctx) && len(s.unlock(sess, cat, []string{t.Exposed})) > 0 {
+		s.announce(ctx, sess, false)
+	}
+	var token any
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	progress := func(params json.RawMessage) {
+		var m map[string]any
+		if json.Unmarshal(params, &m) != nil || sess.id == "" {
+			return
+		}
+		_ = s.mcp.SendNotificationToSpecificClient(sess.id, string(mcp.MethodNotificationProgress), m)
+	}
+	start := time.Now()
+	raw, err := s.ups.Call(ctx, t.Exposed, args.Arguments, token, progress)
+	log := s.log.With("session", sess.id, "tool", t.Exposed, "upstream", t.Server, "duration_ms", time.Since(start).Milliseconds())
+	if err != nil {
+		log.Warn("tool call failed", "error", err)
+		if errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+		return errorResult("%v. The server's other tools and the other servers are unaffected; try again later or use another tool.", err), nil
+	}
+	res, err := passthroughResult(raw)
+	if err != nil {
+		log.Warn("tool call failed", "error", err)
+		return errorResult("upstream %q: %v", t.Server, err), nil
+	}
+	log.Info("tool call", "is_error", res.IsError)
+	return res, nil
+}
+
+// unknownTool explains why a name is not callable.
+func (s *Server) unknownTool(name string, pending []string) *mcp.CallToolResult {
+	if srv, denied := s.ups.Denied(name); denied {
+		return errorResult("tool %q of server %q is denied by toolsift's configuration (allow/deny lists).", name, srv)
+	}
+	msg := fmt.Sprintf("unknown tool %q: no connected server offers it. Use tool_search to find the right name.", name)
+	if len(pending) > 0 {
+		msg += fmt.Sprintf(" Servers still starting: %s.", strings.Join(pending, ", "))
+	}
+	return errorResult("%s", msg)
+}
+
+func rawArgs(req mcp.CallToolRequest) json.RawMessage {
+	if len(req.Params.RawArguments) > 0 {
+		return req.Params.RawArguments
+	}
+	if req.Params.Arguments != nil {
+		b, _ := json.Marshal(req.Params.Arguments)
+		return b
+	}
+	return json.RawMessage("{}")
+}
+
+func schemaOrEmpty(s json.RawMessage) json.RawMessage {
+	if len(s) == 0 {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return s
+}

@@ -1,0 +1,303 @@
+// Package proxy is the MCP server clients talk to. It owns client sessions and what each one
+// sees: the always-load tools, tool_search and call_tool, then the tools it unlocked.
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolsift/toolsift/search"
+	"github.com/toolsift/toolsift/upstream"
+)
+
+// Upstreams is what the proxy needs of the upstream servers; *upstream.Pool implements it.
+type Upstreams interface {
+	Catalog() *upstream.Catalog
+	Statuses() []upstream.Status
+	// WaitStarted waits for servers still on their first connection attempt and returns
+	// those that are still on it when ctx ends.
+	WaitStarted(ctx context.Context) []string
+	Call(ctx context.Context, exposed string, args json.RawMessage, token any, progress func(json.RawMessage)) (json.RawMessage, error)
+	Denied(exposed string) (serverName string, denied bool)
+}
+
+var _ Upstreams = (*upstream.Pool)(nil)
+
+// Options configures a Server. The zero value of each field means its documented default.
+type Options struct {
+	// Logger receives one record per search and call; nil discards them.
+	Logger *slog.Logger
+	// Version is reported to clients.
+	Version string
+	// StartupWait caps how long tool_search and calls to unknown tools wait for servers still
+	// on their first connection attempt; 0 means 5s. Answering from an empty catalog would
+	// tell the model that a capability does not exist.
+	StartupWait time.Duration
+	// ListWait caps how long tool_search holds its result, after announcing newly unlocked
+	// tools, for the session to re-list them; 0 means 1.5s. Clients add re-listed tools to the
+	// next model request only if the re-list finished before the result arrived.
+	ListWait time.Duration
+}
+
+// Server is the proxy's MCP server.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+	ups  Upstreams
+	mcp  *server.MCPServer
+
+	mu       sync.Mutex // guards sessions, index and indexed
+	sessions map[string]*session
+	index    *search.Index
+	indexed  *upstream.Catalog // the catalog index was built from
+}
+
+// session is one client session's view.
+type session struct {
+	id string
+
+	mu sync.Mutex // guards the fields below
+	// unlocked holds exposed names in unlock order; the list only grows, so the prefix of
+	// tools/list stays stable for prompt caches.
+	unlocked []string
+	isOpen   map[string]bool
+	// listed is closed, and replaced, whenever the session lists tools.
+	listed chan struct{}
+	// relists is false once the client let a list_changed go unanswered, so that clients
+	// that ignore the notification are not made to wait on every search.
+	relists bool
+}
+
+// New returns a proxy server over ups.
+func New(ups Upstreams, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.StartupWait == 0 {
+		opts.StartupWait = 5 * time.Second
+	}
+	if opts.ListWait == 0 {
+		opts.ListWait = 1500 * time.Millisecond
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s := &Server{opts: opts, log: opts.Logger, ups: ups, sessions: map[string]*session{}}
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.session(cs.SessionID()) })
+	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
+		s.mu.Lock()
+		delete(s.sessions, cs.SessionID())
+		s.mu.Unlock()
+	})
+	hooks.AddAfterListTools(s.afterListTools)
+	hooks.AddBeforeCallTool(s.beforeCallTool)
+	s.mcp = server.NewMCPServer("toolsift", opts.Version,
+		server.WithToolCapabilities(true),
+		server.WithHooks(hooks),
+		server.WithRecovery(),
+		server.WithInstructions("toolsift aggregates many MCP servers. Most of their tools are hidden until you "+
+			"search for them with tool_search; call what it finds directly or through call_tool."),
+	)
+	s.mcp.AddTool(searchToolDef(nil), s.handleSearch)
+	s.mcp.AddTool(callToolDef(), s.handleCall)
+	return s
+}
+
+// MCP returns the underlying mcp-go server, for transports.
+func (s *Server) MCP() *server.MCPServer { return s.mcp }
+
+// ServeStdio serves one client over in and out until in ends or ctx is done. Only JSON-RPC
+// is written to out.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	stdio := server.NewStdioServer(s.mcp)
+	stdio.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
+	err := stdio.Listen(ctx, in, out)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) session(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.sessions[id]
+	if !ok {
+		sess = &session{id: id, isOpen: map[string]bool{}, listed: make(chan struct{}), relists: true}
+		s.sessions[id] = sess
+	}
+	return sess
+}
+
+func (s *Server) sessionFrom(ctx context.Context) *session {
+	if cs := server.ClientSessionFromContext(ctx); cs != nil {
+		return s.session(cs.SessionID())
+	}
+	return &session{isOpen: map[string]bool{}, listed: make(chan struct{})}
+}
+
+// stable reports whether the request uses a protocol revision (2026-07-28 or later) under
+// which tools/list must not vary per connection. Such clients get always-load tools and the
+// meta-tools only, and reach everything else through call_tool.
+func stable(ctx context.Context) bool {
+	info := server.RequestProtocolInfoFromContext(ctx)
+	return info != nil && info.Modern
+}
+
+// afterListTools replaces mcp-go's list with the session's own: always-load tools,
+// tool_search, call_tool, then unlocked tools in unlock order.
+func (s *Server) afterListTools(ctx context.Context, _ any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
+	sess := s.sessionFrom(ctx)
+	cat := s.ups.Catalog()
+	var tools []mcp.Tool
+	for _, t := range cat.Tools {
+		if t.AlwaysLoad {
+			tools = append(tools, exposedTool(t))
+		}
+	}
+	tools = append(tools, searchToolDef(s.ups.Statuses()), callToolDef())
+	sess.mu.Lock()
+	if !stable(ctx) {
+		for _, name := range sess.unlocked {
+			if t, ok := cat.Lookup(name); ok && !t.AlwaysLoad {
+				tools = append(tools, exposedTool(t))
+			}
+		}
+	}
+	close(sess.listed)
+	sess.listed = make(chan struct{})
+	sess.relists = true
+	sess.mu.Unlock()
+	result.Tools = tools
+}
+
+// beforeCallTool routes a direct call of an upstream tool through call_tool. mcp-go only
+// dispatches to tools registered with it, and upstream tools are not: they come and go with
+// the upstream servers, and registering them would announce every change to every session.
+func (s *Server) beforeCallTool(_ context.Context, _ any, req *mcp.CallToolRequest) {
+	name := req.Params.Name
+	if name == SearchTool || name == CallTool {
+		return
+	}
+	args := req.Params.RawArguments
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	wrapped, _ := json.Marshal(map[string]any{"name": name, "arguments": args})
+	req.Params.Name = CallTool
+	req.Params.RawArguments = wrapped
+	req.Params.Arguments = map[string]any{"name": name}
+}
+
+// unlock makes names visible to sess and reports those that were not visible before.
+func (s *Server) unlock(sess *session, cat *upstream.Catalog, names []string) []string {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	var added []string
+	for _, n := range names {
+		t, ok := cat.Lookup(n)
+		if !ok || t.AlwaysLoad || sess.isOpen[n] {
+			continue
+		}
+		sess.isOpen[n] = true
+		sess.unlocked = append(sess.unlocked, n)
+		added = append(added, n)
+	}
+	return added
+}
+
+// announce tells the session its tool list changed. With wait, it then holds until the
+// session re-lists (up to ListWait), sending the notification a second time halfway in case
+// the first was lost.
+func (s *Server) announce(ctx context.Context, sess *session, wait bool) {
+	sess.mu.Lock()
+	listed, relists := sess.listed, sess.relists
+	sess.mu.Unlock()
+	s.notifyListChanged(sess)
+	if !wait || !relists {
+		return
+	}
+	half := time.NewTimer(s.opts.ListWait / 2)
+	defer half.Stop()
+	select {
+	case <-listed:
+		return
+	case <-ctx.Done():
+		return
+	case <-half.C:
+		s.notifyListChanged(sess)
+	}
+	rest := time.NewTimer(s.opts.ListWait - s.opts.ListWait/2)
+	defer rest.Stop()
+	select {
+	case <-listed:
+	case <-ctx.Done():
+	case <-rest.C:
+		sess.mu.Lock()
+		if sess.listed == listed {
+			sess.relists = false
+		}
+		sess.mu.Unlock()
+	}
+}
+
+func (s *Server) notifyListChanged(sess *session) {
+	if sess.id == "" {
+		return
+	}
+	if err := s.mcp.SendNotificationToSpecificClient(sess.id, string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
+		s.log.Warn("list_changed not sent", "session", sess.id, "error", err)
+	}
+}
+
+// searchIndex returns an index of the current catalog, rebuilding it after a change.
+func (s *Server) searchIndex() (*search.Index, *upstream.Catalog) {
+	cat := s.ups.Catalog()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.indexed != cat {
+		docs := make([]search.Doc, 0, len(cat.Tools))
+		for _, t := range cat.Tools {
+			docs = append(docs, Doc(t))
+		}
+		s.index, s.indexed = search.NewIndex(docs), cat
+	}
+	return s.index, s.indexed
+}
+
+// Doc converts an upstream tool to a search document, reading parameter names and
+// descriptions from its input schema.
+func Doc(t upstream.Tool) search.Doc {
+	d := search.Doc{Name: t.Exposed, Tool: t.Name, Server: t.Server, Description: t.Description}
+	var schema struct {
+		Properties map[string]struct {
+			Description string `json:"description"`
+		} `json:"properties"`
+	}
+	if len(t.InputSchema) > 0 && json.Unmarshal(t.InputSchema, &schema) == nil {
+		for name, p := range schema.Properties {
+			d.Params = append(d.Params, search.Param{Name: name, Description: p.Description})
+		}
+		slices.SortFunc(d.Params, func(a, b search.Param) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return d
+}
+
+// awaitStartup waits, up to StartupWait, for servers still on their first connection
+// attempt, and returns those still pending.
+func (s *Server) awaitStartup(ctx context.Context) []string {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StartupWait)
+	defer cancel()
+	return s.ups.WaitStarted(ctx)
+}

@@ -1,0 +1,201 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolsift/toolsift/upstream"
+)
+
+// Names of the meta-tools.
+const (
+	SearchTool = "tool_search"
+	CallTool   = "call_tool"
+)
+
+// metaAlwaysLoad is the _meta key that makes Claude Code put a tool in the model's tools
+// array from the first request instead of deferring it behind its own search.
+const metaAlwaysLoad = "anthropic/alwaysLoad"
+
+// Result size limits for tool_search.
+const (
+	defaultResults = 5
+	maxResults     = 25
+)
+
+var (
+	searchSchema = json.RawMessage(`{"type":"object","properties":{` +
+		`"query":{"type":"string","description":"Keywords for the capability you need, such as \"create issue\" or \"read file\". Prefix a word with + to require it (+github). Or select:name1,name2 to fetch tools by exact name."},` +
+		`"max_results":{"type":"integer","minimum":1,"maximum":25,"default":5,"description":"How many matches to return (default 5, at most 25)."}` +
+		`},"required":["query"]}`)
+	callSchema = json.RawMessage(`{"type":"object","properties":{` +
+		`"name":{"type":"string","description":"The tool's exact name, as tool_search returned it."},` +
+		`"arguments":{"type":"object","description":"The tool's arguments, matching its inputSchema."}` +
+		`},"required":["name"]}`)
+)
+
+func boolPtr(b bool) *bool { return &b }
+
+// searchToolDef describes tool_search, listing what the servers offer so that the model
+// knows what it can search for.
+func searchToolDef(statuses []upstream.Status) mcp.Tool {
+	var b strings.Builder
+	b.WriteString("Find tools for a task. Most tools of the connected servers are hidden until searched for: " +
+		"whenever you need a capability you do not see, search here before concluding it does not exist. " +
+		"Query with keywords (\"create issue\", \"send message\"), +word to require a word, or select:name1,name2 for tools you know by name. " +
+		"Matches come back with their input schemas; call them directly by name, or through call_tool. " +
+		"If nothing fits, search again with other words.")
+	var up, down []string
+	for _, st := range statuses {
+		switch st.State {
+		case upstream.StateConnected:
+			line := fmt.Sprintf("- %s (%d tools)", st.Name, st.Tools)
+			if st.Summary != "" {
+				line += ": " + firstLine(st.Summary, 160)
+			}
+			up = append(up, line)
+		case upstream.StateDisabled:
+		default:
+			down = append(down, fmt.Sprintf("- %s (%s)", st.Name, st.State))
+		}
+	}
+	if len(up) > 0 {
+		b.WriteString("\n\nServers:\n" + strings.Join(up, "\n"))
+	}
+	if len(down) > 0 {
+		b.WriteString("\n\nNot available right now:\n" + strings.Join(down, "\n"))
+	}
+	return mcp.Tool{
+		Name:           SearchTool,
+		Description:    b.String(),
+		RawInputSchema: searchSchema,
+		Annotations: mcp.ToolAnnotation{
+			Title:           "Search tools",
+			ReadOnlyHint:    boolPtr(true),
+			DestructiveHint: boolPtr(false),
+			IdempotentHint:  boolPtr(false), // it unlocks tools for the session
+			OpenWorldHint:   boolPtr(false),
+		},
+		Meta: alwaysLoadMeta(nil),
+	}
+}
+
+func callToolDef() mcp.Tool {
+	return mcp.Tool{
+		Name: CallTool,
+		Description: "Call any tool that tool_search found, by its exact name, with its arguments. " +
+			"Use it when a tool tool_search returned is not yet in your tool list.",
+		RawInputSchema: callSchema,
+		Annotations: mcp.ToolAnnotation{
+			Title:         "Call a tool",
+			OpenWorldHint: boolPtr(true),
+		},
+		Meta: alwaysLoadMeta(nil),
+	}
+}
+
+// exposedTool converts an upstream tool to what the client sees: its fields as the server
+// sent them (schemas byte for byte), its exposed name, and the always-load mark.
+func exposedTool(t upstream.Tool) mcp.Tool {
+	mt := mcp.Tool{
+		Name:            t.Exposed,
+		Title:           t.Title,
+		Description:     t.Description,
+		RawInputSchema:  t.InputSchema,
+		RawOutputSchema: t.OutputSchema,
+	}
+	if mt.RawInputSchema == nil {
+		mt.RawInputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	if len(t.Annotations) > 0 {
+		_ = json.Unmarshal(t.Annotations, &mt.Annotations)
+	}
+	if len(t.Icons) > 0 {
+		_ = json.Unmarshal(t.Icons, &mt.Icons)
+	}
+	if len(t.Execution) > 0 {
+		_ = json.Unmarshal(t.Execution, &mt.Execution)
+	}
+	var meta map[string]any
+	if len(t.Meta) > 0 {
+		_ = json.Unmarshal(t.Meta, &meta)
+	}
+	mt.Meta = alwaysLoadMeta(meta)
+	return mt
+}
+
+func alwaysLoadMeta(fields map[string]any) *mcp.Meta {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields[metaAlwaysLoad] = true
+	return &mcp.Meta{AdditionalFields: fields}
+}
+
+// firstParagraph returns text up to its first blank line, cut to at most n bytes on a rune
+// boundary.
+func firstParagraph(text string, n int) string {
+	text = strings.TrimSpace(text)
+	if i := strings.Index(text, "\n\n"); i >= 0 {
+		text = text[:i]
+	}
+	return cut(text, n)
+}
+
+func firstLine(text string, n int) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	return cut(line, n)
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !isRuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// passthrough is a content item kept as the raw JSON the server sent. It embeds a TextContent
+// only to satisfy mcp.Content, whose marker method is unexported; MarshalJSON never reads it.
+type passthrough struct {
+	mcp.TextContent
+	raw json.RawMessage
+}
+
+func (p passthrough) MarshalJSON() ([]byte, error) { return p.raw, nil }
+
+// passthroughResult rebuilds an upstream tools/call result so that mcp-go re-emits it
+// unchanged: content items and structuredContent as raw JSON, isError, and _meta.
+func passthroughResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	var r struct {
+		Meta              *mcp.Meta         `json:"_meta"`
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("decoding tools/call result: %w", err)
+	}
+	res := &mcp.CallToolResult{IsError: r.IsError, Content: make([]mcp.Content, 0, len(r.Content))}
+	res.Meta = r.Meta
+	for _, c := range r.Content {
+		res.Content = append(res.Content, passthrough{raw: c})
+	}
+	if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
+		res.RawStructuredContent = r.StructuredContent
+		res.StructuredContent = r.StructuredContent
+	}
+	return res, nil
+}
+
+// errorResult is a tool result that tells the model what went wrong.
+func errorResult(format string, args ...any) *mcp.CallToolResult {
+	return mcp.NewToolResultError(fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,299 @@
+// Package search ranks tools for a query. It knows nothing about MCP: documents in (name,
+// server, description, parameters), ranked hits out, so it can be evaluated on its own.
+package search
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/sahilm/fuzzy"
+)
+
+// Doc is one searchable tool.
+type Doc struct {
+	// Name identifies the tool in results; it is unique within an index.
+	Name string
+	// Tool is the tool's own name at its server; it may repeat across servers.
+	Tool        string
+	Server      string
+	Description string
+	Params      []Param
+}
+
+// Param is one input parameter of a tool.
+type Param struct {
+	Name        string
+	Description string
+}
+
+// Hit is one ranked result.
+type Hit struct {
+	Name  string
+	Score float64
+}
+
+// Field weights and length normalisation (BM25F): a word in the tool's name says far more
+// about what it does than the same word deep in a parameter description.
+const k1 = 1.2
+
+const (
+	fieldName = iota
+	fieldServer
+	fieldDesc
+	fieldParams
+	numFields
+)
+
+var (
+	fieldWeight = [numFields]float64{fieldName: 3, fieldServer: 1.5, fieldDesc: 1, fieldParams: 0.4}
+	fieldB      = [numFields]float64{fieldName: 0.5, fieldServer: 0.3, fieldDesc: 0.75, fieldParams: 0.75}
+)
+
+// Weights of inexact term matches relative to an exact one: a prefix ("repo" for
+// "repository"), a typo (one edit), a fuzzy subsequence ("isue" for "issue").
+const (
+	weightPrefix = 0.6
+	weightTypo   = 0.5
+	weightFuzzy  = 0.4
+)
+
+type posting struct {
+	doc int32
+	tf  float32 // field-weighted, length-normalised term frequency
+}
+
+// Index is an immutable search index. It is safe for concurrent use.
+type Index struct {
+	docs     []Doc
+	byName   map[string]int
+	byTool   map[string][]int
+	postings map[string][]posting
+	idf      map[string]float64
+	// nameVocab holds the terms that occur in tool names, for typo tolerance.
+	nameVocab []string
+}
+
+// NewIndex builds an index over docs. Later docs with a Name already seen are ignored.
+func NewIndex(docs []Doc) *Index {
+	ix := &Index{
+		byName:   make(map[string]int, len(docs)),
+		byTool:   make(map[string][]int, len(docs)),
+		postings: map[string][]posting{},
+		idf:      map[string]float64{},
+	}
+	type fieldTokens [numFields][]string
+	var all []fieldTokens
+	var total [numFields]float64
+	for _, d := range docs {
+		if _, dup := ix.byName[d.Name]; dup {
+			continue
+		}
+		ix.byName[d.Name] = len(ix.docs)
+		ix.byTool[d.Tool] = append(ix.byTool[d.Tool], len(ix.docs))
+		ix.docs = append(ix.docs, d)
+		var ft fieldTokens
+		ft[fieldName] = Tokens(d.Tool)
+		ft[fieldServer] = Tokens(d.Server)
+		ft[fieldDesc] = Tokens(d.Description)
+		for _, p := range d.Params {
+			ft[fieldParams] = append(ft[fieldParams], Tokens(p.Name)...)
+			ft[fieldParams] = append(ft[fieldParams], Tokens(p.Description)...)
+		}
+		for f := range ft {
+			total[f] += float64(len(ft[f]))
+		}
+		all = append(all, ft)
+	}
+	n := float64(len(ix.docs))
+	var avg [numFields]float64
+	for f := range avg {
+		avg[f] = max(total[f]/max(n, 1), 1)
+	}
+	vocab := map[string]bool{}
+	for i, ft := range all {
+		tf := map[string]float64{}
+		for f, toks := range ft {
+			norm := 1 - fieldB[f] + fieldB[f]*float64(len(toks))/avg[f]
+			for _, t := range toks {
+				tf[t] += fieldWeight[f] / norm
+			}
+		}
+		for t, v := range tf {
+			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: float32(v)})
+		}
+		for _, t := range ft[fieldName] {
+			vocab[t] = true
+		}
+	}
+	for t, ps := range ix.postings {
+		df := float64(len(ps))
+		ix.idf[t] = math.Log(1 + (n-df+0.5)/(df+0.5))
+	}
+	for t := range vocab {
+		ix.nameVocab = append(ix.nameVocab, t)
+	}
+	sort.Strings(ix.nameVocab)
+	return ix
+}
+
+// Len reports the number of indexed documents.
+func (ix *Index) Len() int { return len(ix.docs) }
+
+// Doc returns the document with the given name.
+func (ix *Index) Doc(name string) (Doc, bool) {
+	i, ok := ix.byName[name]
+	if !ok {
+		return Doc{}, false
+	}
+	return ix.docs[i], true
+}
+
+// Search ranks the index for q and returns at most limit hits, best first, ties broken by
+// name. A select query returns the named tools in the order given, and the names it could
+// not find.
+func (ix *Index) Search(q Query, limit int) (hits []Hit, unknown []string) {
+	if len(q.Select) > 0 {
+		return ix.selectNames(q.Select, limit)
+	}
+	scores := map[int32]float64{}
+	for _, term := range dedupe(q.Terms) {
+		for _, e := range ix.expand(term) {
+			idf := ix.idf[e.term]
+			for _, p := range ix.postings[e.term] {
+				tf := float64(p.tf)
+				scores[p.doc] += e.weight * idf * tf * (k1 + 1) / (tf + k1)
+			}
+		}
+	}
+	for id, s := range scores {
+		if s <= 0 || !ix.hasAll(id, q.Required) {
+			continue
+		}
+		hits = append(hits, Hit{Name: ix.docs[id].Name, Score: s})
+	}
+	sort.Slice(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].Name < hits[j].Name
+	})
+	if limit > 0 && len(hits) > limit {
+		hits = hits[:limit]
+	}
+	return hits, nil
+}
+
+// selectNames resolves exact names: the unique Name first, then a tool's own name (which may
+// match one tool on each of several servers).
+func (ix *Index) selectNames(names []string, limit int) (hits []Hit, unknown []string) {
+	seen := map[int]bool{}
+	add := func(i int) {
+		if !seen[i] {
+			seen[i] = true
+			hits = append(hits, Hit{Name: ix.docs[i].Name, Score: 1})
+		}
+	}
+	for _, name := range names {
+		if i, ok := ix.byName[name]; ok {
+			add(i)
+		} else if is, ok := ix.byTool[name]; ok {
+			for _, i := range is {
+				add(i)
+			}
+		} else {
+			unknown = append(unknown, name)
+		}
+	}
+	if limit > 0 && len(hits) > limit {
+		hits = hits[:limit]
+	}
+	return hits, unknown
+}
+
+type expansion struct {
+	term   string
+	weight float64
+}
+
+// expand returns the index terms a query term should match: itself, and for a term of
+// four or more letters, name terms it is a prefix of, one edit away from, or a fuzzy
+// subsequence of.
+func (ix *Index) expand(term string) []expansion {
+	out := []expansion{{term, 1}}
+	if len([]rune(term)) < 4 || isCJK(firstRune(term)) {
+		return out
+	}
+	for _, v := range ix.nameVocab {
+		if v == term || v[0] != term[0] {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(v, term):
+			out = append(out, expansion{v, weightPrefix})
+		case editDistanceOne(term, v):
+			out = append(out, expansion{v, weightTypo})
+		}
+	}
+	if _, exact := ix.postings[term]; exact || len(out) > 1 {
+		return out
+	}
+	// A term that matches nothing may be a misspelling with letters left out.
+	for _, m := range fuzzy.Find(term, ix.nameVocab) {
+		v := m.Str
+		if v[0] == term[0] && float64(len(term)) >= 0.7*float64(len(v)) {
+			out = append(out, expansion{v, weightFuzzy})
+		}
+	}
+	return out
+}
+
+// hasAll reports whether doc id contains every required term exactly.
+func (ix *Index) hasAll(id int32, required []string) bool {
+	for _, t := range required {
+		ps := ix.postings[t]
+		i := sort.Search(len(ps), func(i int) bool { return ps[i].doc >= id })
+		if i == len(ps) || ps[i].doc != id {
+			return false
+		}
+	}
+	return true
+}
+
+// editDistanceOne reports whether a and b differ by exactly one insertion, deletion,
+// substitution or adjacent transposition.
+func editDistanceOne(a, b string) bool {
+	if a == b {
+		return false
+	}
+	la, lb := len(a), len(b)
+	if la > lb {
+		a, b, la, lb = b, a, lb, la
+	}
+	if lb-la > 1 {
+		return false
+	}
+	i := 0
+	for i < la && a[i] == b[i] {
+		i++
+	}
+	if la == lb {
+		if a[i+1:] == b[i+1:] {
+			return true
+		}
+		return i+1 < la && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
+	}
+	return a[i:] == b[i+1:]
+}
+
+func dedupe(terms []string) []string {
+	seen := map[string]bool{}
+	out := terms[:0:0]
+	for _, t := range terms {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -1,0 +1,57 @@
+package search
+
+import (
+	"errors"
+	"strings"
+)
+
+// Query is a parsed tool_search query.
+type Query struct {
+	// Terms are the normalised keywords to rank by.
+	Terms []string
+	// Required are terms every hit must contain (written +word).
+	Required []string
+	// Select names tools to return as they are (written select:a,b).
+	Select []string
+}
+
+// ErrEmptyQuery reports a query with nothing to search for.
+var ErrEmptyQuery = errors.New("empty query")
+
+// ParseQuery reads the query forms tool_search accepts: keywords, +required keywords, and
+// select:a,b for tools known by name.
+func ParseQuery(s string) (Query, error) {
+	var q Query
+	s = strings.TrimSpace(s)
+	if rest, ok := cutPrefixFold(s, "select:"); ok {
+		for _, name := range strings.Split(rest, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				q.Select = append(q.Select, name)
+			}
+		}
+		if len(q.Select) == 0 {
+			return q, errors.New("select: names no tools (write select:name1,name2)")
+		}
+		return q, nil
+	}
+	for _, f := range strings.Fields(s) {
+		if req, ok := strings.CutPrefix(f, "+"); ok {
+			ts := Tokens(req)
+			q.Required = append(q.Required, ts...)
+			q.Terms = append(q.Terms, ts...)
+			continue
+		}
+		q.Terms = append(q.Terms, Tokens(f)...)
+	}
+	if len(q.Terms) == 0 {
+		return q, ErrEmptyQuery
+	}
+	return q, nil
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}

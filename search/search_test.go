@@ -1,0 +1,257 @@
+package search
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+func TestTokens(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"create_issue", []string{"create", "issue"}},
+		{"github__search_repositories", []string{"github", "search", "repository"}},
+		{"browser-take-screenshot", []string{"browser", "take", "screenshot"}},
+		{"azure.storage.blobs", []string{"azure", "storage", "blob"}},
+		{"getHTTPServerStatus", []string{"get", "http", "server", "status"}},
+		{"listIssues2FA", []string{"list", "issue", "2", "fa"}},
+		{"v2Beta", []string{"v", "2", "beta"}},
+		{"The address of the repos", []string{"address", "repo"}},
+		{"classes boxes churches policies status", []string{"class", "box", "church", "policy", "status"}},
+		{"发票 PDF", []string{"发票", "pdf"}},
+		{"要一份发票", []string{"要一", "一份", "份发", "发票"}},
+		{"退", []string{"退"}},
+		{"カレンダーを見る", []string{"カレ", "レン", "ンダ", "ダー", "ーを", "を見", "見る"}},
+		{"🚀 deploy 🔥", []string{"deploy"}},
+		{"a.*+?^$[](){}|\\", nil},
+		{"user007说", []string{"user", "007", "说"}},
+	}
+	for _, tt := range tests {
+		if got := Tokens(tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Tokens(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	long := strings.Repeat("word ", 10000)
+	if got := len(Tokens(long)); got != 10000 {
+		t.Errorf("Tokens(10000 words) gave %d tokens", got)
+	}
+}
+
+func TestParseQuery(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Query
+		wantErr bool
+	}{
+		{"create issue", Query{Terms: []string{"create", "issue"}}, false},
+		{"+github create", Query{Terms: []string{"github", "create"}, Required: []string{"github"}}, false},
+		{"select:a__b, c", Query{Select: []string{"a__b", "c"}}, false},
+		{"SELECT:x", Query{Select: []string{"x"}}, false},
+		{"select:", Query{}, true},
+		{"select: , ,", Query{}, true},
+		{"", Query{}, true},
+		{"   ", Query{}, true},
+		{"the of and", Query{}, true},
+		{"+", Query{}, true},
+		{"🚀", Query{}, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseQuery(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("ParseQuery(%q) error = %v, wantErr %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if !tt.wantErr && !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ParseQuery(%q) = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestEditDistanceOne(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want bool
+	}{
+		{"issue", "issue", false},
+		{"isue", "issue", true},
+		{"issue", "isue", true},
+		{"issie", "issue", true},
+		{"isseu", "issue", true},
+		{"iusse", "issue", false},
+		{"pull", "push", false},
+		{"a", "", true},
+		{"", "", false},
+		{"abc", "abcde", false},
+	}
+	for _, tt := range tests {
+		if got := editDistanceOne(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistanceOne(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func TestSearchBasics(t *testing.T) {
+	ix := NewIndex([]Doc{
+		{Name: "gh__create_issue", Tool: "create_issue", Server: "gh", Description: "Create a new issue in a GitHub repository"},
+		{Name: "gh__list_issues", Tool: "list_issues", Server: "gh", Description: "List issues in a GitHub repository"},
+		{Name: "jira__create_issue", Tool: "create_issue", Server: "jira", Description: "Create a Jira issue"},
+		{Name: "fs__read_file", Tool: "read_file", Server: "fs", Description: "Read a file", Params: []Param{{"path", "Path of the file"}}},
+		{Name: "gh__create_issue", Tool: "dup", Server: "gh", Description: "ignored duplicate"},
+	})
+	if ix.Len() != 4 {
+		t.Fatalf("Len = %d, want 4 (duplicate name ignored)", ix.Len())
+	}
+	search := func(q string, n int) []string {
+		pq, err := ParseQuery(q)
+		if err != nil {
+			t.Fatalf("ParseQuery(%q): %v", q, err)
+		}
+		hits, _ := ix.Search(pq, n)
+		var names []string
+		for _, h := range hits {
+			names = append(names, h.Name)
+		}
+		return names
+	}
+	tests := []struct {
+		q       string
+		n       int
+		want    []string
+		ordered bool // whether the order of want matters
+	}{
+		{"create issue", 2, []string{"gh__create_issue", "jira__create_issue"}, false},
+		{"create issue +jira", 5, []string{"jira__create_issue"}, true},
+		{"crete isue", 2, []string{"gh__create_issue", "jira__create_issue"}, false}, // typos
+		{"issues", 5, []string{"gh__create_issue", "gh__list_issues", "jira__create_issue"}, false},
+		{"list issue", 1, []string{"gh__list_issues"}, true},
+		{"read files", 1, []string{"fs__read_file"}, true}, // plural
+		{"path", 1, []string{"fs__read_file"}, true},       // parameter name
+		{"nothing matches zzzz", 5, nil, true},
+		{"select:create_issue", 5, []string{"gh__create_issue", "jira__create_issue"}, true},
+		{"select:fs__read_file,gh__list_issues", 5, []string{"fs__read_file", "gh__list_issues"}, true},
+		{"select:fs__read_file,gh__list_issues", 1, []string{"fs__read_file"}, true},
+	}
+	for _, tt := range tests {
+		got := search(tt.q, tt.n)
+		if !tt.ordered {
+			sort.Strings(got)
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Search(%q, %d) = %q, want %q", tt.q, tt.n, got, tt.want)
+		}
+	}
+	_, unknown := ix.Search(Query{Select: []string{"nope", "fs__read_file"}}, 5)
+	if !reflect.DeepEqual(unknown, []string{"nope"}) {
+		t.Errorf("unknown = %q, want [nope]", unknown)
+	}
+}
+
+// catalogDocs reads the public catalogs in ../../shared/bench/catalogs, one server per file.
+func catalogDocs(tb testing.TB) []Doc {
+	tb.Helper()
+	files, _ := filepath.Glob("../../shared/bench/catalogs/*.json")
+	if len(files) == 0 {
+		tb.Skip("no catalogs at ../../shared/bench/catalogs")
+	}
+	var docs []Doc
+	for _, f := range files {
+		server := strings.TrimSuffix(filepath.Base(f), ".json")
+		if server == "azure-all" {
+			continue // an alternative view of azure
+		}
+		docs = append(docs, readCatalog(tb, f, server)...)
+	}
+	return docs
+}
+
+func readCatalog(tb testing.TB, file, server string) []Doc {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var list struct {
+		Tools []struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+			InputSchema struct {
+				Properties map[string]struct {
+					Description string `json:"description"`
+				} `json:"properties"`
+			} `json:"inputSchema"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(data, &list); err != nil {
+		tb.Fatalf("%s: %v", file, err)
+	}
+	var docs []Doc
+	for _, t := range list.Tools {
+		d := Doc{Name: server + "__" + t.Name, Tool: t.Name, Server: server, Description: t.Description}
+		for name, p := range t.InputSchema.Properties {
+			d.Params = append(d.Params, Param{Name: name, Description: p.Description})
+		}
+		sort.Slice(d.Params, func(i, j int) bool { return d.Params[i].Name < d.Params[j].Name })
+		docs = append(docs, d)
+	}
+	return docs
+}
+
+// TestGoldenRankings pins the top five for representative queries over all public catalogs.
+// Run with -update to accept a deliberate ranking change, and review the diff.
+func TestGoldenRankings(t *testing.T) {
+	ix := NewIndex(catalogDocs(t))
+	queries := []string{
+		"create issue",
+		"open a pull request",
+		"read file",
+		"take a screenshot of the page",
+		"send a message to a channel",
+		"list kubernetes pods",
+		"refund a payment",
+		"search the web",
+		"+github search code",
+		"remember this fact",
+		"query database collection",
+		"calendar events next week",
+		"crete isue",
+		"select:github__create_issue,read_file,nope",
+	}
+	var b strings.Builder
+	for _, q := range queries {
+		pq, err := ParseQuery(q)
+		if err != nil {
+			t.Fatalf("ParseQuery(%q): %v", q, err)
+		}
+		hits, unknown := ix.Search(pq, 5)
+		fmt.Fprintf(&b, "%s\n", q)
+		for _, h := range hits {
+			fmt.Fprintf(&b, "  %-50s %.3f\n", h.Name, h.Score)
+		}
+		for _, u := range unknown {
+			fmt.Fprintf(&b, "  unknown %s\n", u)
+		}
+	}
+	golden := filepath.Join("testdata", "rankings.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./search -update to create it)", err)
+	}
+	if b.String() != string(want) {
+		t.Errorf("rankings changed; run go test ./search -update and review the diff\ngot:\n%s", b.String())
+	}
+}

@@ -1,0 +1,122 @@
+package search
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Tokens splits text into normalised search terms: words split on punctuation, snake_case,
+// kebab-case, dots, camelCase and letter/digit boundaries, lower-cased, stop words dropped and
+// plurals folded to their singular. Runs of CJK characters become overlapping bigrams (and a
+// lone character stays a unigram), since such text has no spaces to split on.
+func Tokens(text string) []string {
+	var out []string
+	for _, w := range words(text) {
+		if isCJK(firstRune(w)) {
+			out = appendCJK(out, w)
+			continue
+		}
+		w = strings.ToLower(w)
+		if stopWords[w] {
+			continue
+		}
+		out = append(out, Stem(w))
+	}
+	return out
+}
+
+// words splits text into raw words: maximal runs of letters or digits, further split at
+// lower-to-upper case changes (fooBar), at the end of an acronym (HTTPServer), between letters
+// and digits, and between CJK and other scripts.
+func words(text string) []string {
+	var out []string
+	rs := []rune(text)
+	start := -1
+	flush := func(end int) {
+		if start >= 0 && end > start {
+			out = append(out, string(rs[start:end]))
+		}
+		start = -1
+	}
+	for i, r := range rs {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			flush(i)
+			continue
+		}
+		if start < 0 {
+			start = i
+			continue
+		}
+		prev := rs[i-1]
+		switch {
+		case isCJK(r) != isCJK(prev):
+			flush(i)
+			start = i
+		case unicode.IsDigit(r) != unicode.IsDigit(prev):
+			flush(i)
+			start = i
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			flush(i)
+			start = i
+		case unicode.IsUpper(prev) && unicode.IsUpper(r) && i+1 < len(rs) && unicode.IsLower(rs[i+1]):
+			flush(i)
+			start = i
+		}
+	}
+	flush(len(rs))
+	return out
+}
+
+func firstRune(s string) rune {
+	r, _ := utf8.DecodeRuneInString(s)
+	return r
+}
+
+func isCJK(r rune) bool {
+	// U+30FC, the katakana length mark, belongs to the Common script.
+	return r == 'ー' || unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
+		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
+}
+
+func appendCJK(out []string, w string) []string {
+	rs := []rune(w)
+	if len(rs) == 1 {
+		return append(out, w)
+	}
+	for i := 0; i+1 < len(rs); i++ {
+		out = append(out, string(rs[i:i+2]))
+	}
+	return out
+}
+
+// Stem folds common English plural forms to the singular. It is deliberately light: a term
+// that is over-stemmed matches the wrong tools, which is worse than a missed plural.
+func Stem(w string) string {
+	n := len(w)
+	switch {
+	case n <= 3:
+		return w
+	case strings.HasSuffix(w, "ies") && n > 4:
+		return w[:n-3] + "y"
+	case strings.HasSuffix(w, "sses"), strings.HasSuffix(w, "xes"), strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "shes"):
+		return w[:n-2]
+	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
+		return w
+	case strings.HasSuffix(w, "s"):
+		return w[:n-1]
+	}
+	return w
+}
+
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an the and or of to in on at by for from with into onto
+		is are was were be been being it its this that these those there here
+		i me my we our you your he she they them their please can could would should will shall
+		do does did doing have has had just some any all about via using use also than then so
+		what which who whom how when where why if else not no`) {
+		stopWords[w] = true
+	}
+}

@@ -1,0 +1,476 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const listChanged = "notifications/tools/list_changed"
+
+// githubFixture configures the fixture server with the public GitHub catalog.
+func githubFixture(t *testing.T, extra string) string {
+	return fmt.Sprintf(`
+  github:
+    command: %q
+    args: ["--catalog", %q, "--instructions", "GitHub: issues, pull requests, code"]
+%s`, fixtureBin, catalog(t, "github"), extra)
+}
+
+func memoryServer(t *testing.T) string {
+	return fmt.Sprintf(`
+  memory:
+    command: %q
+    env: { MEMORY_FILE_PATH: %q }
+`, npmServer(t, "mcp-server-memory"), filepath.Join(t.TempDir(), "memory.jsonl"))
+}
+
+func TestLazyUnlockFlow(t *testing.T) {
+	c := proxy(t, "mcpServers:"+githubFixture(t, "    alwaysLoad: [search_issues]")+memoryServer(t))
+
+	tools := c.waitTool("github__search_issues")
+	if got, want := names(tools), []string{"github__search_issues", "tool_search", "call_tool"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("initial tools/list = %q, want %q", got, want)
+	}
+	for _, tool := range tools {
+		if tool.Meta["anthropic/alwaysLoad"] != true {
+			t.Errorf("%s lacks _meta[anthropic/alwaysLoad]", tool.Name)
+		}
+	}
+	if tools[1].Annotations["readOnlyHint"] != true {
+		t.Errorf("tool_search annotations = %v, want readOnlyHint", tools[1].Annotations)
+	}
+
+	sr := c.search("create issue", 2)
+	if len(sr.Matches) != 2 || sr.Matches[0].Name != "github__create_issue" {
+		t.Fatalf("search matches = %+v", sr.Matches)
+	}
+	if !bytes.Contains(sr.Matches[0].InputSchema, []byte(`"title"`)) {
+		t.Errorf("match lacks its input schema: %s", sr.Matches[0].InputSchema)
+	}
+	if !strings.Contains(sr.Hint, "search again") {
+		t.Errorf("hint = %q, want it to ask for another search before giving up", sr.Hint)
+	}
+	first := sr.Unlocked
+	if len(first) != 2 {
+		t.Fatalf("unlocked = %q, want both matches", first)
+	}
+	if !c.waitNotification(listChanged, 1, 5*time.Second) {
+		t.Fatal("no tools/list_changed after unlocking")
+	}
+	want := append([]string{"github__search_issues", "tool_search", "call_tool"}, first...)
+	if got := names(c.listTools()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after search, tools/list = %q, want %q", got, want)
+	}
+
+	// A second search appends; the earlier prefix stays as it was.
+	sr = c.search("create entities knowledge graph", 1)
+	if len(sr.Unlocked) != 1 || !strings.HasPrefix(sr.Unlocked[0], "memory__") {
+		t.Fatalf("second search unlocked %q, want one memory tool", sr.Unlocked)
+	}
+	want = append(want, sr.Unlocked...)
+	if got := names(c.listTools()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after second search, tools/list = %q, want %q", got, want)
+	}
+	// Searching again unlocks nothing new.
+	if sr = c.search("create issue", 2); len(sr.Unlocked) != 0 {
+		t.Errorf("repeated search unlocked %q again", sr.Unlocked)
+	}
+
+	// An unlocked tool is called directly; arguments arrive byte for byte, big numbers too.
+	res, _ := c.call("github__create_issue", json.RawMessage(`{"owner":"o","repo":"r","title":"t","milestone":12345678901234567890}`))
+	if res.IsError || !strings.Contains(res.Text(), `"milestone":12345678901234567890`) || !strings.Contains(res.Text(), `"tool":"create_issue"`) {
+		t.Fatalf("direct call result = %+v", res)
+	}
+
+	// A tool not yet unlocked can be called by name too, and then it is listed.
+	notes := c.notifications(listChanged)
+	res, _ = c.call("github__list_commits", map[string]any{"owner": "o", "repo": "r"})
+	if res.IsError {
+		t.Fatalf("calling a known but locked tool: %s", res.Text())
+	}
+	if !c.waitNotification(listChanged, notes+1, 5*time.Second) {
+		t.Error("no list_changed after a call unlocked a tool")
+	}
+	if got := names(c.listTools()); got[len(got)-1] != "github__list_commits" {
+		t.Errorf("tools/list after call = %q, want github__list_commits last", got)
+	}
+
+	// call_tool reaches the real memory server.
+	res, _ = c.call("call_tool", map[string]any{"name": "memory__create_entities", "arguments": map[string]any{
+		"entities": []map[string]any{{"name": "toolsift", "entityType": "project", "observations": []string{"lazy"}}},
+	}})
+	if res.IsError {
+		t.Fatalf("memory__create_entities: %s", res.Text())
+	}
+	res, _ = c.call("call_tool", map[string]any{"name": "memory__read_graph"})
+	if res.IsError || !strings.Contains(res.Text(), "toolsift") {
+		t.Fatalf("memory__read_graph = %s", res.Text())
+	}
+}
+
+// TestSearchWaitsForRelist checks that tool_search answers only after the client re-listed,
+// so that a client like Claude Code offers the unlocked tools on the very next model request.
+func TestSearchWaitsForRelist(t *testing.T) {
+	c := proxy(t, "mcpServers:"+githubFixture(t, ""))
+	c.relist = true
+	for _, q := range []string{"create issue", "merge pull request", "fork repository"} {
+		c.search(q, 1)
+		search := c.lineIndex(`"result":`, `\"query\":\"`+q)
+		if search < 0 {
+			t.Fatalf("search %q: result not found on stdout", q)
+		}
+		c.mu.Lock()
+		var relisted bool
+		for _, line := range c.lines[:search] {
+			relisted = relisted || strings.Contains(line, `"tools":[`) && strings.Contains(line, strings.ReplaceAll(q, " ", "_"))
+		}
+		c.mu.Unlock()
+		if !relisted {
+			t.Errorf("search %q answered before the client's re-list showed its tool", q)
+		}
+	}
+}
+
+func TestSelectAndRequiredTerms(t *testing.T) {
+	c := proxy(t, "mcpServers:"+githubFixture(t, "")+memoryServer(t))
+	sr := c.search("select:github__get_issue,read_graph,no_such_tool", 0)
+	if got := matchNames(sr); !reflect.DeepEqual(got, []string{"github__get_issue", "memory__read_graph"}) {
+		t.Errorf("select matches = %q", got)
+	}
+	if !reflect.DeepEqual(sr.Unknown, []string{"no_such_tool"}) {
+		t.Errorf("select unknown = %q, want [no_such_tool]", sr.Unknown)
+	}
+	sr = c.search("create +memory", 5)
+	for _, m := range sr.Matches {
+		if m.Server != "memory" {
+			t.Errorf("+memory returned %s of %s", m.Name, m.Server)
+		}
+	}
+	if len(sr.Matches) == 0 {
+		t.Error("+memory returned nothing")
+	}
+}
+
+func matchNames(sr SearchResult) []string {
+	var out []string
+	for _, m := range sr.Matches {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+func TestDenyList(t *testing.T) {
+	c := proxy(t, "mcpServers:"+githubFixture(t, `    deny: ["fork_*", "delete_*"]
+    alwaysLoad: true`))
+	tools := c.waitTool("github__create_issue")
+	for _, tool := range tools {
+		if strings.Contains(tool.Name, "fork") {
+			t.Errorf("denied tool listed: %s", tool.Name)
+		}
+	}
+	for _, q := range []string{"fork repository", "select:github__fork_repository,fork_repository"} {
+		sr := c.search(q, 25)
+		if slices.ContainsFunc(sr.Matches, func(m struct {
+			Name        string          `json:"name"`
+			Server      string          `json:"server"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}) bool {
+			return strings.Contains(m.Name, "fork")
+		}) {
+			t.Errorf("search %q returned a denied tool: %q", q, matchNames(sr))
+		}
+	}
+	for _, name := range []string{"github__fork_repository"} {
+		res, _ := c.call("call_tool", map[string]any{"name": name, "arguments": map[string]any{"owner": "o", "repo": "r"}})
+		if !res.IsError || !strings.Contains(res.Text(), "denied") || !strings.Contains(res.Text(), `"github"`) {
+			t.Errorf("call_tool %s = %+v, want an isError naming the deny list and server", name, res)
+		}
+		res, _ = c.call(name, map[string]any{"owner": "o", "repo": "r"})
+		if !res.IsError || !strings.Contains(res.Text(), "denied") {
+			t.Errorf("direct call %s = %+v, want isError", name, res)
+		}
+	}
+}
+
+func TestBadInputGetsClearErrors(t *testing.T) {
+	c := proxy(t, "mcpServers:"+githubFixture(t, ""))
+	c.send("this is not json")
+	c.send(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"tool_search","arguments":`)
+	tests := []struct {
+		name string
+		args any
+		want string
+	}{
+		{"tool_search", map[string]any{"query": ""}, "keywords"},
+		{"tool_search", map[string]any{"query": "   "}, "keywords"},
+		{"tool_search", map[string]any{"query": "the of a"}, "keywords"},
+		{"tool_search", map[string]any{}, "query is required"},
+		{"tool_search", map[string]any{"query": 7}, "arguments must be an object"},
+		{"tool_search", map[string]any{"query": "select:"}, "select:"},
+		{"call_tool", map[string]any{}, "name is required"},
+		{"call_tool", map[string]any{"name": "github__nope"}, `unknown tool "github__nope"`},
+		{"call_tool", map[string]any{"name": "github__get_issue", "arguments": []int{1}}, "must be a JSON object"},
+		{"no_such_tool", map[string]any{}, `unknown tool "no_such_tool"`},
+		{"github__get_issue_", nil, "unknown tool"},
+	}
+	for _, tt := range tests {
+		res, _ := c.call(tt.name, tt.args)
+		if !res.IsError || !strings.Contains(res.Text(), tt.want) {
+			t.Errorf("%s(%v) = isError %v %q, want isError containing %q", tt.name, tt.args, res.IsError, res.Text(), tt.want)
+		}
+	}
+	// Regex metacharacters and huge queries are just text.
+	c.search(`.*[(+? \d`+strings.Repeat(" issue", 5000), 3)
+	sr := c.search("create issue", 1000)
+	if len(sr.Matches) > 25 {
+		t.Errorf("max_results 1000 returned %d matches, want at most 25", len(sr.Matches))
+	}
+	// Still serving after all of it.
+	if res, _ := c.call("github__echo", map[string]any{"message": "ok"}); res.IsError {
+		t.Errorf("echo after bad input: %s", res.Text())
+	}
+}
+
+func TestBrokenUpstreamsDoNotTakeOthersDown(t *testing.T) {
+	c := proxy(t, fmt.Sprintf(`mcpServers:
+  broken:
+    command: %q
+    args: ["--fail", "fatal: TOKEN missing"]
+  missing:
+    command: /nonexistent/mcp-server
+  refused:
+    type: http
+    url: http://127.0.0.1:1/mcp
+%s`, fixtureBin, githubFixture(t, "")))
+	sr := c.search("create issue", 1)
+	if len(sr.Matches) != 1 {
+		t.Fatalf("search with broken upstreams: %+v", sr)
+	}
+	for _, name := range []string{"broken", "missing", "refused"} {
+		if !slices.ContainsFunc(sr.Unavailable, func(u string) bool { return strings.HasPrefix(u, name+" ") }) {
+			t.Errorf("unavailable = %q, want %s listed", sr.Unavailable, name)
+		}
+	}
+	tools := c.listTools()
+	desc := tools[slices.IndexFunc(tools, func(t Tool) bool { return t.Name == "tool_search" })].Description
+	if !strings.Contains(desc, "- github (") || !strings.Contains(desc, "Not available right now") || !strings.Contains(desc, "- broken") {
+		t.Errorf("tool_search description does not list servers and unavailable ones:\n%s", desc)
+	}
+	if res, _ := c.call("github__echo", map[string]any{"message": "hi"}); res.IsError {
+		t.Errorf("github__echo: %s", res.Text())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(c.Stderr(), "fatal: TOKEN missing") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(c.Stderr(), "fatal: TOKEN missing") {
+		t.Errorf("the broken server's stderr is not in the log")
+	}
+}
+
+func TestUpstreamCrashIsAnErrorResultAndHeals(t *testing.T) {
+	c := proxy(t, "mcpServers:"+githubFixture(t, "")+memoryServer(t))
+	c.search("echo", 1)
+	res, _ := c.call("github__crash", map[string]any{})
+	if !res.IsError || !strings.Contains(res.Text(), `upstream "github"`) {
+		t.Fatalf("call that crashed the server = %+v, want isError naming it", res)
+	}
+	// The other server is unaffected.
+	if res, _ := c.call("memory__read_graph", map[string]any{}); res.IsError {
+		t.Errorf("memory after github crashed: %s", res.Text())
+	}
+	// The crashed server comes back.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, _ := c.call("github__echo", map[string]any{"message": "back"})
+		if !res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("github did not come back: %s", res.Text())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestResultsPassThrough compares a result through the proxy with the same call made
+// straight to the upstream server.
+func TestResultsPassThrough(t *testing.T) {
+	c := proxy(t, "mcpServers:"+githubFixture(t, ""))
+	direct := start(t, fixtureBin, "--catalog", catalog(t, "github"))
+	direct.initialize()
+	for _, tc := range []struct{ tool, args string }{
+		{"fail", `{"message":"<b>&</b> \u00e9 \ud83d\ude80"}`},
+		{"echo", `{"message":"x","steps":1.50}`},
+		{"create_issue", `{"owner":"o","repo":"r","title":"t"}`},
+	} {
+		_, want := direct.call(tc.tool, json.RawMessage(tc.args))
+		_, got := c.call("github__"+tc.tool, json.RawMessage(tc.args))
+		got = bytes.ReplaceAll(got, []byte(`"tool":"`+tc.tool), []byte(`"tool":"`+tc.tool)) // same upstream name
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s result through the proxy differs:\n got %s\nwant %s", tc.tool, got, want)
+		}
+	}
+}
+
+// TestSchemasByteForByte checks that every input schema reaches the client exactly as the
+// upstream sent it. Go's encoder writes <, > and & in strings as \u003c, \u003e and \u0026,
+// which is the same JSON; the comparison applies that escaping to the upstream's bytes.
+func TestSchemasByteForByte(t *testing.T) {
+	everything := npmServer(t, "mcp-server-everything")
+	c := proxy(t, fmt.Sprintf(`mcpServers:%s
+  everything:
+    command: %q
+    args: [stdio]
+    alwaysLoad: true
+`, githubFixture(t, "    alwaysLoad: true"), everything))
+	c.waitTool("github__create_issue")
+	tools := c.waitTool("everything__echo")
+	got := map[string]json.RawMessage{}
+	for _, tool := range tools {
+		got[tool.Name] = tool.InputSchema
+	}
+	for server, cmd := range map[string][]string{
+		"github":     {fixtureBin, "--catalog", catalog(t, "github")},
+		"everything": {everything, "stdio"},
+	} {
+		direct := start(t, cmd[0], cmd[1:]...)
+		direct.initialize()
+		upstream := direct.listTools()
+		if len(upstream) < 5 {
+			t.Fatalf("%s listed only %d tools", server, len(upstream))
+		}
+		for _, tool := range upstream {
+			var want bytes.Buffer
+			json.HTMLEscape(&want, tool.InputSchema)
+			if g := got[server+"__"+tool.Name]; !bytes.Equal(g, want.Bytes()) {
+				t.Errorf("%s__%s schema differs:\n got %s\nwant %s", server, tool.Name, g, want.Bytes())
+			}
+		}
+	}
+}
+
+func TestFilesystemReadsARealFile(t *testing.T) {
+	dir := t.TempDir()
+	dir, _ = filepath.EvalSymlinks(dir)
+	file := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(file, []byte("toolsift was here\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := proxy(t, fmt.Sprintf(`mcpServers:
+  fs:
+    command: %q
+    args: [%q]
+%s`, npmServer(t, "mcp-server-filesystem"), dir, memoryServer(t)))
+	sr := c.search("read text file contents", 3)
+	var tool string
+	for _, m := range sr.Matches {
+		if m.Name == "fs__read_text_file" || m.Name == "fs__read_file" {
+			tool = m.Name
+			break
+		}
+	}
+	if tool == "" {
+		t.Fatalf("search found no file-reading tool: %q", matchNames(sr))
+	}
+	res, _ := c.call(tool, map[string]any{"path": file})
+	if res.IsError || !strings.Contains(res.Text(), "toolsift was here") {
+		t.Fatalf("%s(%s) = %+v", tool, file, res)
+	}
+}
+
+// TestSessionsAreIsolated runs two clients at once, each with its own toolsift process, as
+// two editor windows would.
+func TestSessionsAreIsolated(t *testing.T) {
+	cfg := "mcpServers:" + githubFixture(t, "")
+	a, b := proxy(t, cfg), proxy(t, cfg)
+	base := len(b.listTools())
+	a.search("create issue", 3)
+	if got := b.listTools(); len(got) != base {
+		t.Errorf("b sees a's unlocks: %q", names(got))
+	}
+	res, _ := b.call("call_tool", map[string]any{"name": "github__create_issue", "arguments": map[string]any{"owner": "o", "repo": "r", "title": "t"}})
+	if res.IsError {
+		t.Fatalf("b call_tool: %s", res.Text())
+	}
+	if got := names(b.listTools()); !reflect.DeepEqual(got[base:], []string{"github__create_issue"}) {
+		t.Errorf("b's list after its own call = %q", got)
+	}
+	if got := names(a.listTools()); len(got) != base+3 {
+		t.Errorf("a's list changed by b's call: %q", got)
+	}
+}
+
+func TestProgressReachesTheCaller(t *testing.T) {
+	c := proxy(t, "mcpServers:"+githubFixture(t, ""))
+	c.search("select:github__progress", 1)
+	m := c.request("tools/call", map[string]any{
+		"name": "github__progress", "arguments": map[string]any{"steps": 3},
+		"_meta": map[string]any{"progressToken": "caller-token-1"},
+	})
+	if bytes.Contains(m.Result, []byte(`"isError":true`)) {
+		t.Fatalf("progress call failed: %s", m.Result)
+	}
+	if !c.waitNotification("notifications/progress", 3, 5*time.Second) {
+		t.Fatalf("got %d progress notifications, want 3", c.notifications("notifications/progress"))
+	}
+	for _, n := range c.received("notifications/progress") {
+		var p struct {
+			Token any `json:"progressToken"`
+		}
+		json.Unmarshal(n.Params, &p)
+		if p.Token != "caller-token-1" {
+			t.Errorf("progress token = %v, want the caller's", p.Token)
+		}
+	}
+}
+
+func TestHTTPAndSSEUpstreams(t *testing.T) {
+	addr := startHTTPFixture(t)
+	c := proxy(t, fmt.Sprintf(`mcpServers:
+  web:
+    type: http
+    url: %s/mcp
+    headers: { X-Test: "yes" }
+  legacy:
+    type: sse
+    url: %s/sse
+`, addr, addr))
+	sr := c.search("select:web__create_issue,legacy__create_issue", 5)
+	if len(sr.Matches) != 2 {
+		t.Fatalf("matches = %q, unavailable = %q", matchNames(sr), sr.Unavailable)
+	}
+	for _, name := range []string{"web__create_issue", "legacy__create_issue"} {
+		res, _ := c.call(name, map[string]any{"owner": "o", "repo": "r", "title": "t"})
+		if res.IsError || !strings.Contains(res.Text(), `"tool":"create_issue"`) {
+			t.Errorf("%s = %+v", name, res)
+		}
+	}
+}
+
+// startHTTPFixture runs the fixture over HTTP and returns its base URL.
+func startHTTPFixture(t *testing.T) string {
+	t.Helper()
+	cmd := start(t, fixtureBin, "--catalog", catalog(t, "github"), "--http", "127.0.0.1:0")
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		cmd.mu.Lock()
+		lines := slices.Clone(cmd.lines)
+		cmd.mu.Unlock()
+		if len(lines) > 0 {
+			return lines[0]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("HTTP fixture printed no address")
+	return ""
+}

@@ -1,0 +1,223 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolsift/toolsift/config"
+)
+
+// Conn is one live connection to an upstream server. Methods may be called concurrently.
+type Conn interface {
+	// ListTools returns every tool the server lists, following pagination cursors, each
+	// exactly as the server sent it.
+	ListTools(ctx context.Context) ([]json.RawMessage, error)
+	// CallTool sends tools/call with params and returns the raw result.
+	CallTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	// Close ends the connection; for a stdio server it stops the process.
+	Close() error
+}
+
+// Info describes a connected server.
+type Info struct {
+	// Summary is one line about the server: its instructions' first line, or its title.
+	Summary string
+}
+
+// Notify receives the notifications a server sends: method and raw params.
+type Notify func(method string, params json.RawMessage)
+
+// ErrClosed reports a call on a connection that has gone away.
+var ErrClosed = errors.New("connection closed")
+
+// Dial connects to srv and completes the MCP handshake. stderr receives a stdio server's
+// standard error. It is the default Pool.Dial.
+func Dial(ctx context.Context, srv config.Server, stderr *Tail, notify Notify) (Conn, Info, error) {
+	var tr transport.Interface
+	switch srv.Type {
+	case config.TypeStdio:
+		tr = transport.NewStdioWithOptions(srv.Command, envList(srv.Env), srv.Args,
+			transport.WithCommandFunc(commandFunc(srv)),
+			transport.WithCommandStderrWriter(stderr))
+	case config.TypeHTTP:
+		t, err := transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaders(srv.Headers))
+		if err != nil {
+			return nil, Info{}, err
+		}
+		tr = t
+	case config.TypeSSE:
+		t, err := transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers))
+		if err != nil {
+			return nil, Info{}, err
+		}
+		tr = t
+	default:
+		return nil, Info{}, fmt.Errorf("unknown server type %q", srv.Type)
+	}
+	c := &conn{
+		client: client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION)),
+		tr:     tr,
+	}
+	// The transport keeps this context for the life of the connection (a stdio server's
+	// requests, an SSE stream), so it is not the dial's deadline.
+	if err := c.client.Start(context.WithoutCancel(ctx)); err != nil {
+		_ = c.Close()
+		return nil, Info{}, fmt.Errorf("starting: %w", err)
+	}
+	c.client.OnNotification(func(n mcp.JSONRPCNotification) {
+		if notify == nil {
+			return
+		}
+		params, err := json.Marshal(n.Params)
+		if err != nil {
+			return
+		}
+		notify(n.Method, params)
+	})
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: "toolsift", Version: Version}
+	res, err := c.client.Initialize(ctx, req)
+	if err != nil {
+		_ = c.Close()
+		return nil, Info{}, fmt.Errorf("initializing: %w", err)
+	}
+	return c, Info{Summary: summary(res)}, nil
+}
+
+// Version is reported to upstream servers as the client's version; main sets it.
+var Version = "dev"
+
+func summary(res *mcp.InitializeResult) string {
+	if line, _, _ := strings.Cut(strings.TrimSpace(res.Instructions), "\n"); line != "" {
+		return line
+	}
+	if res.ServerInfo.Title != "" {
+		return res.ServerInfo.Title
+	}
+	return res.ServerInfo.Name
+}
+
+// commandFunc builds a stdio server's process. Unlike exec.CommandContext it is not tied to a
+// context: the transport's Close stops the process in the spec's order (close stdin, wait,
+// SIGTERM, SIGKILL) instead of killing it outright.
+func commandFunc(srv config.Server) transport.CommandFunc {
+	return func(_ context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+		cmd := exec.Command(command, args...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Dir = srv.Cwd
+		return cmd, nil
+	}
+}
+
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+type conn struct {
+	client *client.Client
+	tr     transport.Interface
+	nextID atomic.Int64
+	closer sync.Once
+}
+
+// request sends one JSON-RPC request on the transport itself, so that results come back as
+// the raw bytes the server sent. IDs are strings, apart from the client's numeric ones.
+func (c *conn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	id := mcp.NewRequestId(fmt.Sprintf("toolsift-%d", c.nextID.Add(1)))
+	resp, err := c.tr.SendRequest(ctx, transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			c.cancel(id, ctx.Err())
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, transport.ErrTransportClosed) {
+			return nil, fmt.Errorf("%s: %w", method, ErrClosed)
+		}
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	if resp.Error != nil {
+		return nil, &RPCError{Code: resp.Error.Code, Message: resp.Error.Message}
+	}
+	return resp.Result, nil
+}
+
+// cancel tells the server to stop working on a request the caller gave up on.
+func (c *conn) cancel(id mcp.RequestId, reason error) {
+	_ = c.tr.SendNotification(context.Background(), mcp.JSONRPCNotification{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{
+			Method: "notifications/cancelled",
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{
+				"requestId": id, "reason": reason.Error(),
+			}},
+		},
+	})
+}
+
+// RPCError is a JSON-RPC error answer from an upstream server.
+type RPCError struct {
+	Code    int
+	Message string
+}
+
+func (e *RPCError) Error() string { return fmt.Sprintf("error %d: %s", e.Code, e.Message) }
+
+func (c *conn) ListTools(ctx context.Context) ([]json.RawMessage, error) {
+	var tools []json.RawMessage
+	seen := map[string]bool{}
+	cursor := ""
+	for {
+		var params any
+		if cursor != "" {
+			params = map[string]string{"cursor": cursor}
+		}
+		raw, err := c.request(ctx, "tools/list", params)
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, fmt.Errorf("tools/list: decoding result: %w", err)
+		}
+		tools = append(tools, page.Tools...)
+		if page.NextCursor == "" {
+			return tools, nil
+		}
+		if seen[page.NextCursor] {
+			return nil, fmt.Errorf("tools/list: cursor %q repeats", page.NextCursor)
+		}
+		seen[page.NextCursor] = true
+		cursor = page.NextCursor
+	}
+}
+
+func (c *conn) CallTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	return c.request(ctx, "tools/call", params)
+}
+
+func (c *conn) Close() error {
+	var err error
+	c.closer.Do(func() { err = c.client.Close() })
+	return err
+}

@@ -1,0 +1,558 @@
+// Package upstream connects to the configured MCP servers and keeps a catalog of their
+// tools. It knows nothing about client sessions.
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolsift/toolsift/config"
+)
+
+// Tool is one upstream tool, kept as the server sent it.
+type Tool struct {
+	// Server is the configured server's name; Name is the tool's name there.
+	Server string
+	Name   string
+	// Exposed is the name clients see (see ExposedName).
+	Exposed     string
+	Title       string
+	Description string
+	// InputSchema, OutputSchema, Annotations, Meta, Icons and Execution are the raw JSON of
+	// the tool's fields of those names (inputSchema, outputSchema, annotations, _meta, icons,
+	// execution); absent fields are nil.
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
+	Annotations  json.RawMessage
+	Meta         json.RawMessage
+	Icons        json.RawMessage
+	Execution    json.RawMessage
+	// AlwaysLoad is set when the configuration or the tool's own
+	// _meta["anthropic/alwaysLoad"] asks for it to be shown to every session.
+	AlwaysLoad bool
+}
+
+// ParseTool decodes one tool of a tools/list result.
+func ParseTool(raw json.RawMessage) (Tool, error) {
+	var t struct {
+		Name         string          `json:"name"`
+		Title        string          `json:"title"`
+		Description  string          `json:"description"`
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema"`
+		Annotations  json.RawMessage `json:"annotations"`
+		Meta         json.RawMessage `json:"_meta"`
+		Icons        json.RawMessage `json:"icons"`
+		Execution    json.RawMessage `json:"execution"`
+	}
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return Tool{}, err
+	}
+	if t.Name == "" {
+		return Tool{}, errors.New("tool without a name")
+	}
+	var meta struct {
+		AlwaysLoad bool `json:"anthropic/alwaysLoad"`
+	}
+	if len(t.Meta) > 0 {
+		_ = json.Unmarshal(t.Meta, &meta)
+	}
+	return Tool{
+		Name: t.Name, Title: t.Title, Description: t.Description,
+		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
+		Meta: t.Meta, Icons: t.Icons, Execution: t.Execution,
+		AlwaysLoad: meta.AlwaysLoad,
+	}, nil
+}
+
+// State is where a server's connection stands.
+type State string
+
+// Server states.
+const (
+	StateStarting  State = "starting"
+	StateConnected State = "connected"
+	StateFailed    State = "failed"
+	StateDisabled  State = "disabled"
+)
+
+// Status describes one configured server.
+type Status struct {
+	Name    string
+	State   State
+	Tools   int
+	Summary string
+	// Err is the last connection error, if any.
+	Err error
+}
+
+// Options configures a Pool. The zero value of each field means its documented default.
+type Options struct {
+	// Logger receives connection events; nil discards them.
+	Logger *slog.Logger
+	// Dial connects to a server; nil means Dial.
+	Dial func(ctx context.Context, srv config.Server, stderr *Tail, notify Notify) (Conn, Info, error)
+	// OnChange is called, outside any lock, after the catalog changes.
+	OnChange func()
+	// ConnectTimeout bounds one connection attempt including the first tools/list; 0 means
+	// 60s, since an npx server may be downloaded first.
+	ConnectTimeout time.Duration
+	// RetryMin and RetryMax bound the back-off between failed attempts; 0 means 1s and 60s.
+	RetryMin, RetryMax time.Duration
+}
+
+// Pool holds one connection per enabled server and the catalog of their tools.
+type Pool struct {
+	opts    Options
+	log     *slog.Logger
+	servers []*server // fixed at creation, in configuration order
+	byName  map[string]*server
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the servers' connection loops
+
+	catalog atomic.Pointer[Catalog]
+	nextTok atomic.Int64
+	// progress maps a progress token sent upstream to the caller's handler.
+	progress sync.Map // string → func(json.RawMessage)
+	closed   sync.Once
+}
+
+type server struct {
+	cfg    config.Server
+	log    *slog.Logger
+	stderr *Tail
+	// attempted is closed when the first connection attempt has ended either way.
+	attempted chan struct{}
+	// events wakes the connection loop: the server changed its tools or went away.
+	events chan event
+
+	mu      sync.Mutex // guards the fields below
+	conn    Conn
+	state   State
+	lastErr error
+	summary string
+	tools   []Tool
+}
+
+type event int
+
+const (
+	eventRelist event = iota
+	eventLost
+)
+
+// NewPool returns a pool for the given servers. Call Start to connect.
+func NewPool(servers []config.Server, opts Options) *Pool {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Dial == nil {
+		opts.Dial = Dial
+	}
+	if opts.ConnectTimeout == 0 {
+		opts.ConnectTimeout = 60 * time.Second
+	}
+	if opts.RetryMin == 0 {
+		opts.RetryMin = time.Second
+	}
+	if opts.RetryMax == 0 {
+		opts.RetryMax = time.Minute
+	}
+	p := &Pool{opts: opts, log: opts.Logger, byName: map[string]*server{}}
+	for _, cfg := range servers {
+		s := &server{
+			cfg:       cfg,
+			log:       p.log.With("upstream", cfg.Name),
+			stderr:    NewTail(2048),
+			attempted: make(chan struct{}),
+			events:    make(chan event, 1),
+			state:     StateStarting,
+		}
+		if cfg.Disabled {
+			s.state = StateDisabled
+			close(s.attempted)
+		}
+		p.servers = append(p.servers, s)
+		p.byName[cfg.Name] = s
+	}
+	p.catalog.Store(buildCatalog(nil))
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	return p
+}
+
+// Start connects to every enabled server concurrently, in the background. Servers that fail
+// are retried with back-off until Close.
+func (p *Pool) Start() {
+	for _, s := range p.servers {
+		if s.cfg.Disabled {
+			continue
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.run(s)
+		}()
+	}
+}
+
+// Close stops every server and waits for the connection loops to end. It is idempotent.
+func (p *Pool) Close() error {
+	p.closed.Do(func() {
+		p.cancel()
+		p.wg.Wait()
+	})
+	return nil
+}
+
+// run owns one server's connection: connect, list, wait for trouble, repeat.
+func (p *Pool) run(s *server) {
+	backoff := p.opts.RetryMin
+	first := true
+	for {
+		err := p.connect(s)
+		if first {
+			close(s.attempted)
+			first = false
+		}
+		if err == nil {
+			backoff = p.opts.RetryMin
+			err = p.serve(s)
+		}
+		if p.ctx.Err() != nil {
+			p.disconnect(s, nil)
+			return
+		}
+		p.disconnect(s, err)
+		// Jitter keeps many servers that failed together from retrying together.
+		wait := backoff/2 + rand.N(backoff/2+1)
+		s.log.Warn("upstream unavailable", "error", err, "retry_in", wait.Round(time.Millisecond).String(), "stderr", s.stderr.String())
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		backoff = min(backoff*2, p.opts.RetryMax)
+	}
+}
+
+// connect makes one connection attempt and lists the server's tools.
+func (p *Pool) connect(s *server) error {
+	ctx, cancel := context.WithTimeout(p.ctx, p.opts.ConnectTimeout)
+	defer cancel()
+	start := time.Now()
+	s.stderr.Reset()
+	conn, info, err := p.opts.Dial(ctx, s.cfg, s.stderr, func(method string, params json.RawMessage) {
+		p.notified(s, method, params)
+	})
+	if err != nil {
+		return fmt.Errorf("connecting: %w", err)
+	}
+	tools, err := p.list(ctx, s, conn)
+	if err != nil {
+		_ = conn.Close()
+		return err
+	}
+	s.mu.Lock()
+	s.conn, s.state, s.lastErr, s.summary, s.tools = conn, StateConnected, nil, info.Summary, tools
+	s.mu.Unlock()
+	s.log.Info("upstream connected", "tools", len(tools), "duration_ms", time.Since(start).Milliseconds())
+	p.rebuild()
+	return nil
+}
+
+// list fetches and filters a server's tools.
+func (p *Pool) list(ctx context.Context, s *server, conn Conn) ([]Tool, error) {
+	raws, err := conn.ListTools(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing tools: %w", err)
+	}
+	tools := make([]Tool, 0, len(raws))
+	for _, raw := range raws {
+		t, err := ParseTool(raw)
+		if err != nil {
+			s.log.Warn("upstream tool skipped", "error", err)
+			continue
+		}
+		if !s.cfg.Allowed(t.Name) {
+			continue
+		}
+		t.Server = s.cfg.Name
+		t.AlwaysLoad = t.AlwaysLoad || s.cfg.AlwaysLoaded(t.Name)
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// serve waits while the connection is healthy, re-listing when the server says its tools
+// changed. It returns why the connection ended.
+func (p *Pool) serve(s *server) error {
+	for {
+		select {
+		case <-p.ctx.Done():
+			return p.ctx.Err()
+		case ev := <-s.events:
+			if ev == eventLost {
+				return ErrClosed
+			}
+			s.mu.Lock()
+			conn := s.conn
+			s.mu.Unlock()
+			ctx, cancel := context.WithTimeout(p.ctx, p.opts.ConnectTimeout)
+			tools, err := p.list(ctx, s, conn)
+			cancel()
+			if err != nil {
+				return err
+			}
+			s.mu.Lock()
+			s.tools = tools
+			s.mu.Unlock()
+			s.log.Info("upstream tools changed", "tools", len(tools))
+			p.rebuild()
+		}
+	}
+}
+
+// disconnect closes a server's connection and records why.
+func (p *Pool) disconnect(s *server, why error) {
+	s.mu.Lock()
+	conn := s.conn
+	s.conn = nil
+	if s.state != StateDisabled {
+		s.state = StateFailed
+	}
+	if why != nil {
+		s.lastErr = why
+	}
+	s.mu.Unlock()
+	if conn != nil {
+		if err := conn.Close(); err != nil {
+			s.log.Debug("upstream close", "error", err)
+		}
+	}
+}
+
+func (p *Pool) signal(s *server, ev event) {
+	select {
+	case s.events <- ev:
+	default:
+		// An event is already pending; a lost connection must not be masked by a re-list.
+		if ev == eventLost {
+			select {
+			case <-s.events:
+			default:
+			}
+			select {
+			case s.events <- ev:
+			default:
+			}
+		}
+	}
+}
+
+// notified handles a notification from a server.
+func (p *Pool) notified(s *server, method string, params json.RawMessage) {
+	switch method {
+	case "notifications/tools/list_changed":
+		p.signal(s, eventRelist)
+	case "notifications/progress":
+		var prog struct {
+			Token any `json:"progressToken"`
+		}
+		if json.Unmarshal(params, &prog) != nil {
+			return
+		}
+		tok, ok := prog.Token.(string)
+		if !ok {
+			return
+		}
+		if h, ok := p.progress.Load(tok); ok {
+			h.(func(json.RawMessage))(params)
+		}
+	}
+}
+
+// rebuild replaces the catalog from the servers' current tools and reports the change.
+func (p *Pool) rebuild() {
+	var lists [][]Tool
+	for _, s := range p.servers {
+		s.mu.Lock()
+		lists = append(lists, s.tools)
+		s.mu.Unlock()
+	}
+	p.catalog.Store(buildCatalog(p.prefixed(lists)))
+	if p.opts.OnChange != nil {
+		p.opts.OnChange()
+	}
+}
+
+// prefixed flattens per-server tool lists, setting exposed names.
+func (p *Pool) prefixed(lists [][]Tool) []Tool {
+	var all []Tool
+	for i, tools := range lists {
+		prefix := p.servers[i].cfg.Prefix
+		for _, t := range tools {
+			t.Exposed = ExposedName(prefix, t.Name)
+			all = append(all, t)
+		}
+	}
+	return all
+}
+
+// Catalog returns the current catalog. It is immutable; later changes make a new one.
+func (p *Pool) Catalog() *Catalog { return p.catalog.Load() }
+
+// Statuses reports every configured server, in configuration order.
+func (p *Pool) Statuses() []Status {
+	out := make([]Status, 0, len(p.servers))
+	for _, s := range p.servers {
+		s.mu.Lock()
+		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.tools), Summary: s.summary, Err: s.lastErr}
+		if s.cfg.Description != "" {
+			st.Summary = s.cfg.Description
+		}
+		s.mu.Unlock()
+		out = append(out, st)
+	}
+	return out
+}
+
+// WaitStarted blocks until every server has finished its first connection attempt, or ctx
+// ends. It returns the names of servers still on their first attempt.
+func (p *Pool) WaitStarted(ctx context.Context) (pending []string) {
+	for _, s := range p.servers {
+		select {
+		case <-s.attempted:
+		case <-ctx.Done():
+		}
+	}
+	for _, s := range p.servers {
+		select {
+		case <-s.attempted:
+		default:
+			pending = append(pending, s.cfg.Name)
+		}
+	}
+	return pending
+}
+
+// Call invokes the tool with the given exposed name. args is sent as the raw arguments JSON.
+// If progress is not nil, the server is asked for progress notifications and each one's
+// params, with the caller's token restored, are passed to it. The result is the server's raw
+// result; an error means no result came back.
+func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, token any, progress func(json.RawMessage)) (json.RawMessage, error) {
+	t, ok := p.Catalog().Lookup(exposed)
+	if !ok {
+		return nil, fmt.Errorf("no tool %q", exposed)
+	}
+	s := p.byName[t.Server]
+	s.mu.Lock()
+	conn, lastErr := s.conn, s.lastErr
+	s.mu.Unlock()
+	if conn == nil {
+		if lastErr != nil {
+			return nil, fmt.Errorf("upstream %q is not connected: %w", t.Server, lastErr)
+		}
+		return nil, fmt.Errorf("upstream %q is not connected", t.Server)
+	}
+	params := map[string]any{"name": t.Name}
+	if len(args) > 0 {
+		params["arguments"] = args
+	} else {
+		params["arguments"] = json.RawMessage("{}")
+	}
+	if progress != nil && token != nil {
+		// Tokens are made per call so that two clients' tokens can never meet upstream.
+		tok := fmt.Sprintf("toolsift-%d", p.nextTok.Add(1))
+		p.progress.Store(tok, func(raw json.RawMessage) {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(raw, &m) != nil {
+				return
+			}
+			orig, _ := json.Marshal(token)
+			m["progressToken"] = orig
+			out, _ := json.Marshal(m)
+			progress(out)
+		})
+		defer p.progress.Delete(tok)
+		params["_meta"] = map[string]any{"progressToken": tok}
+	}
+	raw, _ := json.Marshal(params)
+	start := time.Now()
+	res, err := conn.CallTool(ctx, raw)
+	if errors.Is(err, ErrClosed) {
+		p.signal(s, eventLost)
+	}
+	if err != nil {
+		s.log.Warn("upstream call failed", "tool", t.Name, "duration_ms", time.Since(start).Milliseconds(), "error", err)
+		return nil, fmt.Errorf("upstream %q: calling %s: %w", t.Server, t.Name, err)
+	}
+	s.log.Debug("upstream call", "tool", t.Name, "duration_ms", time.Since(start).Milliseconds())
+	return res, nil
+}
+
+// Catalog is an immutable snapshot of every upstream tool, in configuration order.
+type Catalog struct {
+	Tools  []Tool
+	byName map[string]int
+}
+
+func buildCatalog(tools []Tool) *Catalog {
+	c := &Catalog{byName: make(map[string]int, len(tools))}
+	for _, t := range tools {
+		// Two servers with an empty prefix, or a hashed name meeting a real one, can
+		// produce the same exposed name; the later tool gets a name of its own.
+		if _, taken := c.byName[t.Exposed]; taken {
+			t.Exposed = hashed(t.Server + "/" + t.Exposed)
+		}
+		c.byName[t.Exposed] = len(c.Tools)
+		c.Tools = append(c.Tools, t)
+	}
+	return c
+}
+
+// Lookup finds a tool by exposed name.
+func (c *Catalog) Lookup(exposed string) (Tool, bool) {
+	i, ok := c.byName[exposed]
+	if !ok {
+		return Tool{}, false
+	}
+	return c.Tools[i], true
+}
+
+// Server reports whether the pool has a server of that name, and its configuration.
+func (p *Pool) Server(name string) (config.Server, bool) {
+	s, ok := p.byName[name]
+	if !ok {
+		return config.Server{}, false
+	}
+	return s.cfg, true
+}
+
+// Denied reports whether exposed names a tool that a server's allow or deny list hides, and
+// which server. Hashed names cannot be traced back and report false.
+func (p *Pool) Denied(exposed string) (serverName string, denied bool) {
+	for _, s := range p.servers {
+		tool := exposed
+		if s.cfg.Prefix != "" {
+			rest, ok := strings.CutPrefix(exposed, s.cfg.Prefix+"__")
+			if !ok {
+				continue
+			}
+			tool = rest
+		}
+		if !s.cfg.Allowed(tool) {
+			return s.cfg.Name, true
+		}
+	}
+	return "", false
+}
