@@ -85,6 +85,9 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if len(hits) == 0 {
 		res.Hint = "No tool matched. " + res.Hint
 	}
+	if len(pending) > 0 {
+		res.Hint = fmt.Sprintf("Servers still starting, not searched yet: %s. Search again in a few seconds. ", strings.Join(pending, ", ")) + res.Hint
+	}
 	sess := s.sessionFrom(ctx)
 	if !stable(ctx) {
 		res.Unlocked = append(res.Unlocked, s.unlock(sess, cat, names)...)

@@ -40,8 +40,9 @@ type Options struct {
 	// Version is reported to clients.
 	Version string
 	// StartupWait caps how long tool_search and calls to unknown tools wait for servers still
-	// on their first connection attempt; 0 means 5s. Answering from an empty catalog would
-	// tell the model that a capability does not exist.
+	// on their first connection attempt; 0 means 10s (an npx server takes that long to start
+	// even when cached). Answering from an empty catalog would tell the model that a
+	// capability does not exist.
 	StartupWait time.Duration
 	// ListWait caps how long tool_search holds its result, after announcing newly unlocked
 	// tools, for the session to re-list them; 0 means 1.5s. Clients add re-listed tools to the
@@ -84,7 +85,7 @@ func New(ups Upstreams, opts Options) *Server {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.StartupWait == 0 {
-		opts.StartupWait = 5 * time.Second
+		opts.StartupWait = 10 * time.Second
 	}
 	if opts.ListWait == 0 {
 		opts.ListWait = 1500 * time.Millisecond
@@ -100,6 +101,7 @@ func New(ups Upstreams, opts Options) *Server {
 		delete(s.sessions, cs.SessionID())
 		s.mu.Unlock()
 	})
+	hooks.AddOnRequestInitialization(refuseDiscover)
 	hooks.AddAfterListTools(s.afterListTools)
 	hooks.AddBeforeCallTool(s.beforeCallTool)
 	s.mcp = server.NewMCPServer("toolsift", opts.Version,
@@ -145,6 +147,23 @@ func (s *Server) sessionFrom(ctx context.Context) *session {
 		return s.session(cs.SessionID())
 	}
 	return &session{isOpen: map[string]bool{}, listed: make(chan struct{})}
+}
+
+// refuseDiscover answers server/discover, the 2026-07-28 probe, with an error. That revision
+// drops sessions, so per-session tool lists would be invalid under it; clients that speak both
+// (Claude Code among them) take the error as a cue to initialize at 2025-11-25 instead.
+func refuseDiscover(_ context.Context, _ any, message any) error {
+	raw, ok := message.(json.RawMessage)
+	if !ok {
+		return nil
+	}
+	var m struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(raw, &m) == nil && m.Method == string(mcp.MethodServerDiscover) {
+		return errors.New("server/discover is not supported: toolsift keeps per-session tool lists, so initialize with protocol 2025-11-25 or older")
+	}
+	return nil
 }
 
 // stable reports whether the request uses a protocol revision (2026-07-28 or later) under

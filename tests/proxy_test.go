@@ -474,3 +474,17 @@ func startHTTPFixture(t *testing.T) string {
 	t.Fatal("HTTP fixture printed no address")
 	return ""
 }
+
+func TestPaginatedUpstreamIsListedWhole(t *testing.T) {
+	c := proxy(t, fmt.Sprintf(`mcpServers:
+  github:
+    command: %q
+    args: ["--catalog", %q, "--page-size", "4"]
+    alwaysLoad: true
+`, fixtureBin, catalog(t, "github")))
+	tools := c.waitTool("github__update_issue")
+	// 26 catalog tools and 4 built-ins, listed 4 at a time upstream.
+	if got := len(tools) - 2; got != 30 {
+		t.Errorf("listed %d upstream tools through pagination, want 30: %q", got, names(tools))
+	}
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "broken.yaml")
+	os.WriteFile(broken, []byte("mcpServers:\n  github:\n    command: npx\n    argz: [x]\n"), 0o644)
+	unset := filepath.Join(dir, "unset.yaml")
+	os.WriteFile(unset, []byte("mcpServers:\n  jira:\n    url: https://x/mcp\n    headers: {Authorization: \"Bearer ${TOOLSIFT_TEST_UNSET}\"}\n"), 0o644)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
+	t.Chdir(dir)
+
+	tests := []struct {
+		name     string
+		args     []string
+		wantOut  string
+		wantErr  string
+		wantCode int
+	}{
+		{"version", []string{"version"}, "toolsift ", "", 0},
+		{"help", []string{"help"}, "Usage:", "", 0},
+		{"unknown command", []string{"frobnicate"}, "", `unknown command "frobnicate"`, 2},
+		{"bad flag", []string{"--nope"}, "", "flag provided but not defined", 2},
+		{"bad log level", []string{"--log-level", "loud", "--config", broken}, "", "--log-level", 2},
+		{"no config", nil, "", "looked for toolsift.yaml and " + filepath.Join(dir, "xdg", "toolsift", "config.yaml"), 1},
+		{"missing file", []string{"serve", "--config", filepath.Join(dir, "nope.yaml")}, "", "nope.yaml", 1},
+		{"broken yaml", []string{"--config", broken}, "", broken + ":4: mcpServers.github.argz: unknown key", 1},
+		{"unset variable", []string{"--config", unset}, "", "mcpServers.jira.headers.Authorization: ${TOOLSIFT_TEST_UNSET} is not set", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), tt.args, strings.NewReader(""), &stdout, &stderr)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("run(%q) = %v", tt.args, err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("run(%q) = %v, want error containing %q", tt.args, err, tt.wantErr)
+			} else if code := exitCode(err); code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d", code, tt.wantCode)
+			}
+			if !strings.Contains(stdout.String(), tt.wantOut) {
+				t.Errorf("stdout = %q, want it to contain %q", stdout.String(), tt.wantOut)
+			}
+		})
+	}
+}
+
+// TestRunServesStdio runs the whole program in-process on a configuration with no reachable
+// server: it must answer initialize at once and exit cleanly when stdin ends.
+func TestRunServesStdio(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "toolsift.yaml")
+	os.WriteFile(cfg, []byte("mcpServers:\n  gone:\n    command: /nonexistent/server\n"), 0o644)
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"--config", cfg}, in, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `"serverInfo":{"name":"toolsift"`) {
+		t.Errorf("stdout = %q, want an initialize result", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "serving on stdio") {
+		t.Errorf("stderr = %q, want logs there", stderr.String())
+	}
+}

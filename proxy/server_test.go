@@ -1,0 +1,288 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/upstream"
+)
+
+// fakeConn is an in-memory upstream: it lists the tools it was given and echoes calls.
+type fakeConn struct{ tools []json.RawMessage }
+
+func (f *fakeConn) ListTools(context.Context) ([]json.RawMessage, error) { return f.tools, nil }
+func (f *fakeConn) CallTool(_ context.Context, params json.RawMessage) (json.RawMessage, error) {
+	text, _ := json.Marshal(string(params))
+	return json.RawMessage(`{"content":[{"type":"text","text":` + string(text) + `}]}`), nil
+}
+func (f *fakeConn) Close() error { return nil }
+
+func tool(name, desc string) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"name":%q,"description":%q,"inputSchema":{"type":"object","properties":{"x":{"type":"string"}}}}`, name, desc))
+}
+
+// newTestProxy serves a proxy over two fake servers, with every connection made.
+func newTestProxy(t *testing.T) *Server {
+	t.Helper()
+	servers := []config.Server{
+		{Name: "gh", Prefix: "gh", Type: config.TypeStdio, Command: "x", AlwaysLoad: []string{"get_me"}},
+		{Name: "chat", Prefix: "chat", Type: config.TypeStdio, Command: "y"},
+	}
+	conns := map[string]*fakeConn{
+		"gh":   {tools: []json.RawMessage{tool("get_me", "Who am I"), tool("create_issue", "Create an issue"), tool("list_issues", "List issues")}},
+		"chat": {tools: []json.RawMessage{tool("send_message", "Send a chat message"), tool("list_channels", "List channels")}},
+	}
+	pool := upstream.NewPool(servers, upstream.Options{
+		Dial: func(_ context.Context, srv config.Server, _ *upstream.Tail, _ upstream.Notify) (upstream.Conn, upstream.Info, error) {
+			return conns[srv.Name], upstream.Info{Summary: srv.Name + " server"}, nil
+		},
+	})
+	pool.Start()
+	t.Cleanup(func() { pool.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if pending := pool.WaitStarted(ctx); len(pending) > 0 {
+		t.Fatalf("fake servers did not start: %v", pending)
+	}
+	return New(pool, Options{ListWait: 200 * time.Millisecond})
+}
+
+type httpClient struct {
+	*client.Client
+	mu      sync.Mutex
+	changed int
+}
+
+func connect(t *testing.T, url string) *httpClient {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url, transport.WithContinuousListening())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &httpClient{Client: client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))}
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			c.mu.Lock()
+			c.changed++
+			c.mu.Unlock()
+		}
+	})
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func (c *httpClient) names(t *testing.T) []string {
+	t.Helper()
+	res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tl := range res.Tools {
+		out = append(out, tl.Name)
+	}
+	return out
+}
+
+func (c *httpClient) call(t *testing.T, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := c.CallTool(context.Background(), req)
+	if err != nil {
+		t.Fatalf("calling %s: %v", name, err)
+	}
+	return res
+}
+
+func text(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestSessionsOverHTTP serves two sessions from one proxy process: unlocks, notifications
+// and lists stay per session.
+func TestSessionsOverHTTP(t *testing.T) {
+	p := newTestProxy(t)
+	hs := httptest.NewServer(server.NewStreamableHTTPServer(p.MCP(), server.WithStateful(true)))
+	t.Cleanup(hs.Close) // after the clients' cleanups, which end their GET streams
+	a, b := connect(t, hs.URL), connect(t, hs.URL)
+
+	base := []string{"gh__get_me", "tool_search", "call_tool"}
+	for _, c := range []*httpClient{a, b} {
+		if got := c.names(t); !slices.Equal(got, base) {
+			t.Fatalf("initial list = %q, want %q", got, base)
+		}
+	}
+	res := a.call(t, "tool_search", map[string]any{"query": "send message"})
+	if res.IsError || !strings.Contains(text(res), "chat__send_message") {
+		t.Fatalf("search: %s", text(res))
+	}
+	if got, want := a.names(t), append(slices.Clone(base), "chat__send_message"); !slices.Equal(got, want) {
+		t.Errorf("a's list = %q, want %q", got, want)
+	}
+	if got := b.names(t); !slices.Equal(got, base) {
+		t.Errorf("b sees a's unlock: %q", got)
+	}
+	res = b.call(t, "call_tool", map[string]any{"name": "gh__create_issue", "arguments": map[string]any{"x": "1"}})
+	if res.IsError || !strings.Contains(text(res), `"name":"create_issue"`) || !strings.Contains(text(res), `"arguments":{"x":"1"}`) {
+		t.Fatalf("b call_tool: %s", text(res))
+	}
+	if got, want := b.names(t), append(slices.Clone(base), "gh__create_issue"); !slices.Equal(got, want) {
+		t.Errorf("b's list = %q, want %q", got, want)
+	}
+	if got, want := a.names(t), append(slices.Clone(base), "chat__send_message"); !slices.Equal(got, want) {
+		t.Errorf("a's list changed by b: %q", got)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		a.mu.Lock()
+		n := a.changed
+		a.mu.Unlock()
+		if n > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.changed == 0 {
+		t.Error("a got no list_changed for its unlock")
+	}
+}
+
+// TestStableListForNewerProtocol checks that a request made under protocol 2026-07-28, which
+// forbids tools/list varying per connection, sees no unlocked tools.
+func TestStableListForNewerProtocol(t *testing.T) {
+	p := newTestProxy(t)
+	hs := httptest.NewServer(server.NewStreamableHTTPServer(p.MCP(), server.WithStateful(true)))
+	t.Cleanup(hs.Close) // after the clients' cleanups, which end their GET streams
+	a := connect(t, hs.URL)
+	a.call(t, "tool_search", map[string]any{"query": "issues"})
+	if len(a.names(t)) <= 3 {
+		t.Fatal("legacy session unlocked nothing")
+	}
+	modern := map[string]any{
+		mcp.MetaKeyProtocolVersion:    "2026-07-28",
+		mcp.MetaKeyClientCapabilities: map[string]any{},
+	}
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": map[string]any{"_meta": modern}})
+	resp := p.MCP().HandleMessage(context.Background(), msg)
+	out, _ := json.Marshal(resp)
+	var got struct {
+		Result struct {
+			Tools []struct{ Name string }
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range got.Result.Tools {
+		names = append(names, tl.Name)
+	}
+	if want := []string{"gh__get_me", "tool_search", "call_tool"}; !slices.Equal(names, want) {
+		t.Errorf("modern tools/list = %q (%s), want %q", names, out, want)
+	}
+}
+
+func TestPassthroughResult(t *testing.T) {
+	for _, raw := range []string{
+		`{"content":[{"type":"text","text":"a"}]}`,
+		`{"content":[{"type":"image","data":"AAAA","mimeType":"image/png","annotations":{"audience":["user"]}},{"type":"future","x":1}],"isError":true}`,
+		`{"_meta":{"k":"v"},"content":[],"structuredContent":{"n":12345678901234567890}}`,
+	} {
+		res, err := passthroughResult(json.RawMessage(raw))
+		if err != nil {
+			t.Fatalf("passthroughResult(%s): %v", raw, err)
+		}
+		out, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != raw {
+			t.Errorf("passthroughResult(%s) re-encodes as %s", raw, out)
+		}
+	}
+	if _, err := passthroughResult(json.RawMessage(`[1]`)); err == nil {
+		t.Error("passthroughResult of an array: no error")
+	}
+}
+
+func TestExposedToolKeepsFields(t *testing.T) {
+	raw := json.RawMessage(`{"name":"t","title":"T","description":"d","inputSchema":{"type":"object","anyOf":[{"required":["a"]}],"$schema":"x"},"outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true},"_meta":{"vendor/x":1}}`)
+	ut, err := upstream.ParseTool(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ut.Exposed = "s__t"
+	out, _ := json.Marshal(exposedTool(ut))
+	want := `{"_meta":{"anthropic/alwaysLoad":true,"vendor/x":1},"annotations":{"readOnlyHint":true},"description":"d","inputSchema":{"type":"object","anyOf":[{"required":["a"]}],"$schema":"x"},"name":"s__t","outputSchema":{"type":"object"},"title":"T"}`
+	if string(out) != want {
+		t.Errorf("exposedTool =\n%s\nwant\n%s", out, want)
+	}
+}
+
+func TestFirstParagraph(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"one\n\ntwo", 100, "one"},
+		{"  lead\nsame para\n\nnext", 100, "lead\nsame para"},
+		{"héllo", 2, "h…"},
+		{"", 5, ""},
+	}
+	for _, tt := range tests {
+		if got := firstParagraph(tt.in, tt.n); got != tt.want {
+			t.Errorf("firstParagraph(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
+
+// TestDiscoverRefused checks that the 2026-07-28 probe fails, so that clients initialize at
+// 2025-11-25 where per-session lists are valid, while other requests are still served.
+func TestDiscoverRefused(t *testing.T) {
+	p := newTestProxy(t)
+	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, tt := range []struct{ msg, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":` + meta + `}}`, `"error"`},
+		{`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, `"protocolVersion":"2025-11-25"`},
+		{`{"jsonrpc":"2.0","id":3,"method":"ping","params":{}}`, `"result"`},
+	} {
+		out, _ := json.Marshal(p.MCP().HandleMessage(context.Background(), json.RawMessage(tt.msg)))
+		if !strings.Contains(string(out), tt.want) {
+			t.Errorf("%s\n  answered %s, want %s", tt.msg, out, tt.want)
+		}
+	}
+}
