@@ -3,6 +3,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,10 +58,13 @@ type Server struct {
 	ups  Upstreams
 	mcp  *server.MCPServer
 
-	mu       sync.Mutex // guards sessions, index and indexed
+	mu       sync.Mutex // guards sessions, lists, index and indexed
 	sessions map[string]*session
-	index    *search.Index
-	indexed  *upstream.Catalog // the catalog index was built from
+	// lists maps the JSON id of a tools/list request whose response is still being written
+	// to the session that sent it (watched sessions only).
+	lists   map[string]*session
+	index   *search.Index
+	indexed *upstream.Catalog // the catalog index was built from
 }
 
 // session is one client session's view.
@@ -72,8 +76,11 @@ type session struct {
 	// tools/list stays stable for prompt caches.
 	unlocked []string
 	isOpen   map[string]bool
-	// listed is closed, and replaced, whenever the session lists tools.
+	// listed is closed, and replaced, whenever the session has listed tools: when the
+	// response has been written, for a watched session; otherwise when it has been built.
 	listed chan struct{}
+	// watched is set for sessions whose transport reports written responses (stdio).
+	watched bool
 	// relists is false once the client let a list_changed go unanswered, so that clients
 	// that ignore the notification are not made to wait on every search.
 	relists bool
@@ -93,7 +100,7 @@ func New(ups Upstreams, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, log: opts.Logger, ups: ups, sessions: map[string]*session{}}
+	s := &Server{opts: opts, log: opts.Logger, ups: ups, sessions: map[string]*session{}, lists: map[string]*session{}}
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.session(cs.SessionID()) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
@@ -124,7 +131,14 @@ func (s *Server) MCP() *server.MCPServer { return s.mcp }
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	stdio := server.NewStdioServer(s.mcp)
 	stdio.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
-	err := stdio.Listen(ctx, in, out)
+	stdio.SetContextFunc(func(ctx context.Context) context.Context {
+		sess := s.sessionFrom(ctx)
+		sess.mu.Lock()
+		sess.watched = true
+		sess.mu.Unlock()
+		return ctx
+	})
+	err := stdio.Listen(ctx, in, &responseWatcher{w: out, s: s})
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -176,7 +190,7 @@ func stable(ctx context.Context) bool {
 
 // afterListTools replaces mcp-go's list with the session's own: always-load tools,
 // tool_search, call_tool, then unlocked tools in unlock order.
-func (s *Server) afterListTools(ctx context.Context, _ any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
+func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
 	sess := s.sessionFrom(ctx)
 	cat := s.ups.Catalog()
 	var tools []mcp.Tool
@@ -194,11 +208,54 @@ func (s *Server) afterListTools(ctx context.Context, _ any, _ *mcp.ListToolsRequ
 			}
 		}
 	}
+	watched := sess.watched
+	sess.mu.Unlock()
+	result.Tools = tools
+	if !watched {
+		sess.markListed()
+		return
+	}
+	key, _ := json.Marshal(id)
+	s.mu.Lock()
+	s.lists[string(key)] = sess
+	s.mu.Unlock()
+}
+
+// markListed wakes whoever waits for the session to re-list.
+func (sess *session) markListed() {
+	sess.mu.Lock()
 	close(sess.listed)
 	sess.listed = make(chan struct{})
 	sess.relists = true
 	sess.mu.Unlock()
-	result.Tools = tools
+}
+
+// responseWatcher passes a transport's output through and reports each tools/list response
+// once it has been written. A client adds re-listed tools to its next model request only if
+// the re-list finished before the tool_search result arrived, and the two responses are
+// written by different goroutines.
+type responseWatcher struct {
+	w io.Writer
+	s *Server
+}
+
+func (rw *responseWatcher) Write(p []byte) (int, error) {
+	n, err := rw.w.Write(p)
+	if bytes.Contains(p, []byte(`"tools":[`)) {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(p, &m) == nil && len(m.ID) > 0 {
+			rw.s.mu.Lock()
+			sess := rw.s.lists[string(m.ID)]
+			delete(rw.s.lists, string(m.ID))
+			rw.s.mu.Unlock()
+			if sess != nil {
+				sess.markListed()
+			}
+		}
+	}
+	return n, err
 }
 
 // beforeCallTool routes a direct call of an upstream tool through call_tool. mcp-go only

@@ -107,6 +107,9 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// RetryMin and RetryMax bound the back-off between failed attempts; 0 means 1s and 60s.
 	RetryMin, RetryMax time.Duration
+	// CallTimeout bounds one tool call; 0 means 120s. A server that stops answering must
+	// become an error result, not a call that hangs.
+	CallTimeout time.Duration
 }
 
 // Pool holds one connection per enabled server and the catalog of their tools.
@@ -167,6 +170,9 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 	}
 	if opts.RetryMax == 0 {
 		opts.RetryMax = time.Minute
+	}
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = 2 * time.Minute
 	}
 	p := &Pool{opts: opts, log: opts.Logger, byName: map[string]*server{}}
 	for _, cfg := range servers {
@@ -488,9 +494,14 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 	}
 	raw, _ := json.Marshal(params)
 	start := time.Now()
-	res, err := conn.CallTool(ctx, raw)
+	callCtx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	res, err := conn.CallTool(callCtx, raw)
 	if errors.Is(err, ErrClosed) {
 		p.signal(s, eventLost)
+	}
+	if ctx.Err() == nil && callCtx.Err() != nil {
+		err = fmt.Errorf("no answer within %v", p.opts.CallTimeout)
 	}
 	if err != nil {
 		s.log.Warn("upstream call failed", "tool", t.Name, "duration_ms", time.Since(start).Milliseconds(), "error", err)

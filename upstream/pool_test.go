@@ -234,3 +234,28 @@ func TestTail(t *testing.T) {
 		t.Errorf("after Reset, Tail = %q", got)
 	}
 }
+
+func TestPoolCallTimeout(t *testing.T) {
+	conn := &fakeConn{tools: []json.RawMessage{rawTool("hang")}}
+	pool := NewPool([]config.Server{{Name: "s", Prefix: "s"}}, Options{
+		CallTimeout: 20 * time.Millisecond,
+		Dial: func(context.Context, config.Server, *Tail, Notify) (Conn, Info, error) {
+			return &timeoutConn{fakeConn: conn}, Info{}, nil
+		},
+	})
+	defer pool.Close()
+	pool.Start()
+	waitFor(t, "connection", func() bool { return len(pool.Catalog().Tools) == 1 })
+	_, err := pool.Call(context.Background(), "s__hang", nil, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), `upstream "s": calling hang: no answer within 20ms`) {
+		t.Errorf("hung call error = %v", err)
+	}
+}
+
+// timeoutConn honours the call's context, as the real transports do.
+type timeoutConn struct{ *fakeConn }
+
+func (c *timeoutConn) CallTool(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
