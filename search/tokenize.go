@@ -31,41 +31,66 @@ func Tokens(text string) []string {
 // and digits, and between CJK and other scripts.
 func words(text string) []string {
 	var out []string
-	rs := []rune(text)
 	start := -1
-	flush := func(end int) {
-		if start >= 0 && end > start {
-			out = append(out, string(rs[start:end]))
-		}
-		start = -1
-	}
-	for i, r := range rs {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			flush(i)
+	var prev rune
+	for i, r := range text {
+		if !isAlnum(r) {
+			if start >= 0 {
+				out = append(out, text[start:i])
+				start = -1
+			}
 			continue
 		}
-		if start < 0 {
-			start = i
-			continue
-		}
-		prev := rs[i-1]
-		switch {
-		case isCJK(r) != isCJK(prev):
-			flush(i)
-			start = i
-		case unicode.IsDigit(r) != unicode.IsDigit(prev):
-			flush(i)
-			start = i
-		case unicode.IsUpper(r) && unicode.IsLower(prev):
-			flush(i)
-			start = i
-		case unicode.IsUpper(prev) && unicode.IsUpper(r) && i+1 < len(rs) && unicode.IsLower(rs[i+1]):
-			flush(i)
+		if start >= 0 {
+			split := isCJK(r) != isCJK(prev) ||
+				isDigit(r) != isDigit(prev) ||
+				isUpper(r) && isLower(prev)
+			if !split && isUpper(prev) && isUpper(r) {
+				next, _ := utf8.DecodeRuneInString(text[i+utf8.RuneLen(r):])
+				split = isLower(next)
+			}
+			if split {
+				out = append(out, text[start:i])
+				start = i
+			}
+		} else {
 			start = i
 		}
+		prev = r
 	}
-	flush(len(rs))
+	if start >= 0 {
+		out = append(out, text[start:])
+	}
 	return out
+}
+
+// ASCII fast paths for the unicode predicates: most tool text is ASCII.
+func isAlnum(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+func isDigit(r rune) bool {
+	if r < utf8.RuneSelf {
+		return '0' <= r && r <= '9'
+	}
+	return unicode.IsDigit(r)
+}
+
+func isUpper(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'A' <= r && r <= 'Z'
+	}
+	return unicode.IsUpper(r)
+}
+
+func isLower(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z'
+	}
+	return unicode.IsLower(r)
 }
 
 func firstRune(s string) rune {
@@ -74,6 +99,9 @@ func firstRune(s string) rune {
 }
 
 func isCJK(r rune) bool {
+	if r < 0x1100 { // below Hangul Jamo, the first CJK block
+		return false
+	}
 	// U+30FC, the katakana length mark, belongs to the Common script.
 	return r == 'ー' || unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
 		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
