@@ -87,8 +87,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	upstream.Version = buildVersion()
-	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log})
+	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion()})
 	defer pool.Close()
 	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion()})
 	pool.Start()

@@ -41,9 +41,19 @@ type Notify func(method string, params json.RawMessage)
 // ErrClosed reports a call on a connection that has gone away.
 var ErrClosed = errors.New("connection closed")
 
-// Dial connects to srv and completes the MCP handshake. stderr receives a stdio server's
-// standard error. It is the default Pool.Dial.
-func Dial(ctx context.Context, srv config.Server, stderr *Tail, notify Notify) (Conn, Info, error) {
+// DialFunc connects to srv and completes the MCP handshake. stderr receives a stdio server's
+// standard error; notify receives the server's notifications.
+type DialFunc func(ctx context.Context, srv config.Server, stderr *Tail, notify Notify) (Conn, Info, error)
+
+// Dialer returns the DialFunc for real servers, which introduces itself as toolsift of the
+// given version.
+func Dialer(version string) DialFunc {
+	return func(ctx context.Context, srv config.Server, stderr *Tail, notify Notify) (Conn, Info, error) {
+		return dial(ctx, srv, version, stderr, notify)
+	}
+}
+
+func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, notify Notify) (Conn, Info, error) {
 	var tr transport.Interface
 	switch srv.Type {
 	case config.TypeStdio:
@@ -87,7 +97,7 @@ func Dial(ctx context.Context, srv config.Server, stderr *Tail, notify Notify) (
 	})
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	req.Params.ClientInfo = mcp.Implementation{Name: "toolsift", Version: Version}
+	req.Params.ClientInfo = mcp.Implementation{Name: "toolsift", Version: version}
 	res, err := c.client.Initialize(ctx, req)
 	if err != nil {
 		_ = c.Close()
@@ -95,9 +105,6 @@ func Dial(ctx context.Context, srv config.Server, stderr *Tail, notify Notify) (
 	}
 	return c, Info{Summary: summary(res)}, nil
 }
-
-// Version is reported to upstream servers as the client's version; main sets it.
-var Version = "dev"
 
 func summary(res *mcp.InitializeResult) string {
 	if line, _, _ := strings.Cut(strings.TrimSpace(res.Instructions), "\n"); line != "" {

@@ -98,8 +98,10 @@ type Status struct {
 type Options struct {
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
-	// Dial connects to a server; nil means Dial.
-	Dial func(ctx context.Context, srv config.Server, stderr *Tail, notify Notify) (Conn, Info, error)
+	// Dial connects to a server; nil means Dialer(Version).
+	Dial DialFunc
+	// Version is toolsift's version, sent to servers when connecting.
+	Version string
 	// OnChange is called, outside any lock, after the catalog changes.
 	OnChange func()
 	// ConnectTimeout bounds one connection attempt including the first tools/list; 0 means
@@ -160,7 +162,7 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Dial == nil {
-		opts.Dial = Dial
+		opts.Dial = Dialer(opts.Version)
 	}
 	if opts.ConnectTimeout == 0 {
 		opts.ConnectTimeout = 60 * time.Second
