@@ -25,7 +25,13 @@ const usage = `toolsift: one MCP server in front of many, with tools unlocked by
 
 Usage:
   toolsift [serve] [--config FILE] [--log-level LEVEL]   serve MCP over stdio
+  toolsift search [--config FILE | --tools FILE...] [-n N] QUERY
+                                                          print the ranked tools for a query
+  toolsift eval --cases FILE [--config FILE | --tools FILE...] [--k 1,3,5] [--json] [--min 1=0.7,5=0.9]
+                                                          measure recall@k and MRR of labelled queries
   toolsift version                                        print the version
+
+--tools reads a tools/list JSON file; its base name is the server's name.
 
 Without --config, toolsift reads ./toolsift.yaml, then $XDG_CONFIG_HOME/toolsift/config.yaml.
 `
@@ -49,6 +55,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch cmd {
 	case "serve":
 		return serve(ctx, args, stdin, stdout, stderr)
+	case "search":
+		return searchCmd(ctx, args, stdout, stderr)
+	case "eval":
+		return evalCmd(ctx, args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "toolsift", buildVersion())
 		return nil

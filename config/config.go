@@ -57,6 +57,15 @@ type Server struct {
 	Allow    []string
 	Deny     []string
 	Disabled bool
+	// Tools holds per-tool overrides, by the tool's upstream name.
+	Tools map[string]ToolOverride
+}
+
+// ToolOverride fixes how one upstream tool is found and described, without forking the
+// server: extra search keywords, and a description that replaces the server's.
+type ToolOverride struct {
+	Keywords    []string
+	Description string
 }
 
 // Allowed reports whether the server's allow and deny lists admit the tool.
@@ -228,8 +237,10 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 			s.Deny = p.patterns(v, at)
 		case "disabled":
 			s.Disabled = p.bool(v, at)
+		case "tools":
+			s.Tools = p.toolOverrides(v, at)
 		default:
-			p.errorf(v, at, "unknown key (known: type, command, args, env, cwd, url, headers, prefix, description, alwaysLoad, allow, deny, disabled)")
+			p.errorf(v, at, "unknown key (known: type, command, args, env, cwd, url, headers, prefix, description, alwaysLoad, allow, deny, disabled, tools)")
 		}
 	})
 	switch {
@@ -293,6 +304,33 @@ func (p *parser) str(n *yaml.Node, at string) string {
 		return ""
 	}
 	return p.expand(n, at, n.Value)
+}
+
+func (p *parser) toolOverrides(n *yaml.Node, at string) map[string]ToolOverride {
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, at, "want a mapping of tool names to {keywords, description}, got %s", kindName(n))
+		return nil
+	}
+	out := map[string]ToolOverride{}
+	p.fields(n, at, func(tool string, v *yaml.Node, at string) {
+		var o ToolOverride
+		if v.Kind != yaml.MappingNode {
+			p.errorf(v, at, "want a mapping with keywords and/or description, got %s", kindName(v))
+			return
+		}
+		p.fields(v, at, func(key string, v *yaml.Node, at string) {
+			switch key {
+			case "keywords":
+				o.Keywords = p.strList(v, at)
+			case "description":
+				o.Description = p.str(v, at)
+			default:
+				p.errorf(v, at, "unknown key (known: keywords, description)")
+			}
+		})
+		out[tool] = o
+	})
+	return out
 }
 
 func (p *parser) bool(n *yaml.Node, at string) bool {

@@ -23,6 +23,8 @@ mcpServers:
     headers: { Authorization: "Bearer ${JIRA_TOKEN}" }
     deny: ["delete_*"]
     prefix: j
+    tools:
+      create_issue: { keywords: [bug, ticket], description: "File a Jira ticket" }
   all:
     url: http://127.0.0.1:9/sse
     type: sse
@@ -52,6 +54,9 @@ mcpServers:
 	}
 	if jira.Headers["Authorization"] != "Bearer jt" || jira.Prefix != "j" {
 		t.Errorf("jira = %+v", jira)
+	}
+	if o := jira.Tools["create_issue"]; o.Description != "File a Jira ticket" || len(o.Keywords) != 2 {
+		t.Errorf("jira tool overrides = %+v", jira.Tools)
 	}
 	if jira.Allowed("delete_issue") || !jira.Allowed("get_issue") {
 		t.Errorf("jira deny %v not applied", jira.Deny)
@@ -110,6 +115,9 @@ func TestParseErrors(t *testing.T) {
 		{"bad prefix", "mcpServers:\n  \"my server\":\n    command: x\n", []string{"mcpServers.my server.prefix: \"my server\" may use only"}},
 		{"duplicate server", "mcpServers:\n  a:\n    command: x\n  a:\n    command: y\n", []string{"mcpServers.a: duplicate key"}},
 		{"null command", "mcpServers:\n  a:\n    command:\n", []string{"mcpServers.a.command: want a string, got null"}},
+		{"tools not a map", "mcpServers:\n  a:\n    command: x\n    tools: [a]\n", []string{"mcpServers.a.tools: want a mapping of tool names"}},
+		{"tool override unknown key", "mcpServers:\n  a:\n    command: x\n    tools:\n      t: {keyword: [x]}\n", []string{"c.yaml:5: mcpServers.a.tools.t.keyword: unknown key"}},
+		{"tool override keywords string", "mcpServers:\n  a:\n    command: x\n    tools:\n      t: {keywords: x}\n", []string{"mcpServers.a.tools.t.keywords: want a list of strings"}},
 		{"two errors at once", "mcpServers:\n  a:\n    command: x\n    bogus: 1\n  b:\n    url: nope\n", []string{"mcpServers.a.bogus", "mcpServers.b.url"}},
 	}
 	for _, tt := range tests {

@@ -343,19 +343,24 @@ func (s *Server) searchIndex() (*search.Index, *upstream.Catalog) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.indexed != cat {
-		docs := make([]search.Doc, 0, len(cat.Tools))
-		for _, t := range cat.Tools {
-			docs = append(docs, Doc(t))
-		}
-		s.index, s.indexed = search.NewIndex(docs), cat
+		s.index, s.indexed = NewIndex(cat), cat
 	}
 	return s.index, s.indexed
+}
+
+// NewIndex builds the search index of a catalog.
+func NewIndex(cat *upstream.Catalog) *search.Index {
+	docs := make([]search.Doc, 0, len(cat.Tools))
+	for _, t := range cat.Tools {
+		docs = append(docs, Doc(t))
+	}
+	return search.NewIndex(docs)
 }
 
 // Doc converts an upstream tool to a search document, reading parameter names and
 // descriptions from its input schema.
 func Doc(t upstream.Tool) search.Doc {
-	d := search.Doc{Name: t.Exposed, Tool: t.Name, Server: t.Server, Description: t.Description}
+	d := search.Doc{Name: t.Exposed, Tool: t.Name, Server: t.Server, Description: t.Description, Keywords: t.Keywords}
 	var schema struct {
 		Properties map[string]struct {
 			Description string `json:"description"`

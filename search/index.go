@@ -19,6 +19,8 @@ type Doc struct {
 	Server      string
 	Description string
 	Params      []Param
+	// Keywords are extra terms a user configured for the tool.
+	Keywords []string
 }
 
 // Param is one input parameter of a tool.

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"os"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -107,15 +108,34 @@ func isCJK(r rune) bool {
 		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
 }
 
+// cjkMode selects how CJK runs are indexed; see appendCJK. A variable only so that the
+// evaluation can compare the modes.
+var cjkMode = os.Getenv("TOOLSIFT_CJK")
+
 func appendCJK(out []string, w string) []string {
 	rs := []rune(w)
-	if len(rs) == 1 {
-		return append(out, w)
+	if len(rs) == 1 || cjkMode == "uni" || cjkMode == "both" {
+		for _, r := range rs {
+			if !cjkStop[r] {
+				out = append(out, string(r))
+			}
+		}
+		if len(rs) == 1 || cjkMode == "uni" {
+			return out
+		}
 	}
 	for i := 0; i+1 < len(rs); i++ {
 		out = append(out, string(rs[i:i+2]))
 	}
 	return out
+}
+
+var cjkStop = map[rune]bool{}
+
+func init() {
+	for _, r := range "的了吗呢吧啊我你他她们是在把这那个就都也和与或及被给" {
+		cjkStop[r] = true
+	}
 }
 
 // Stem folds common English plural forms to the singular. It is deliberately light: a term

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +37,8 @@ type Tool struct {
 	Meta         json.RawMessage
 	Icons        json.RawMessage
 	Execution    json.RawMessage
+	// Keywords are extra search terms from the configuration.
+	Keywords []string
 	// AlwaysLoad is set when the configuration or the tool's own
 	// _meta["anthropic/alwaysLoad"] asks for it to be shown to every session.
 	AlwaysLoad bool
@@ -193,7 +197,7 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 		p.servers = append(p.servers, s)
 		p.byName[cfg.Name] = s
 	}
-	p.catalog.Store(buildCatalog(nil))
+	p.catalog.Store(NewCatalog(nil))
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p
 }
@@ -296,6 +300,12 @@ func (p *Pool) list(ctx context.Context, s *server, conn Conn) ([]Tool, error) {
 		}
 		t.Server = s.cfg.Name
 		t.AlwaysLoad = t.AlwaysLoad || s.cfg.AlwaysLoaded(t.Name)
+		if o, ok := s.cfg.Tools[t.Name]; ok {
+			t.Keywords = o.Keywords
+			if o.Description != "" {
+				t.Description = o.Description
+			}
+		}
 		tools = append(tools, t)
 	}
 	return tools, nil
@@ -397,7 +407,7 @@ func (p *Pool) rebuild() {
 		lists = append(lists, s.tools)
 		s.mu.Unlock()
 	}
-	p.catalog.Store(buildCatalog(p.prefixed(lists)))
+	p.catalog.Store(NewCatalog(p.prefixed(lists)))
 	if p.opts.OnChange != nil {
 		p.opts.OnChange()
 	}
@@ -519,7 +529,8 @@ type Catalog struct {
 	byName map[string]int
 }
 
-func buildCatalog(tools []Tool) *Catalog {
+// NewCatalog makes a catalog of tools whose Exposed names are set, renaming any that collide.
+func NewCatalog(tools []Tool) *Catalog {
 	c := &Catalog{byName: make(map[string]int, len(tools))}
 	for _, t := range tools {
 		// Two servers with an empty prefix, or a hashed name meeting a real one, can
@@ -568,4 +579,31 @@ func (p *Pool) Denied(exposed string) (serverName string, denied bool) {
 		}
 	}
 	return "", false
+}
+
+// LoadTools reads a tools/list result ({"tools": [...]}) from a file, as the tools of a server
+// named after the file's base name without its extension.
+func LoadTools(file string) ([]Tool, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, fmt.Errorf("%s: want a tools/list result {\"tools\": [...]}: %w", file, err)
+	}
+	server := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	tools := make([]Tool, 0, len(list.Tools))
+	for i, raw := range list.Tools {
+		t, err := ParseTool(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: tool %d: %w", file, i, err)
+		}
+		t.Server = server
+		t.Exposed = ExposedName(server, t.Name)
+		tools = append(tools, t)
+	}
+	return tools, nil
 }

@@ -184,7 +184,7 @@ func TestPoolCall(t *testing.T) {
 }
 
 func TestCatalogCollisions(t *testing.T) {
-	cat := buildCatalog([]Tool{
+	cat := NewCatalog([]Tool{
 		{Server: "a", Name: "x", Exposed: "x"},
 		{Server: "b", Name: "x", Exposed: "x"},
 	})
@@ -194,7 +194,7 @@ func TestCatalogCollisions(t *testing.T) {
 	if !apiName.MatchString(cat.Tools[1].Exposed) {
 		t.Errorf("renamed tool %q is not a legal name", cat.Tools[1].Exposed)
 	}
-	if again := buildCatalog([]Tool{{Server: "a", Name: "x", Exposed: "x"}, {Server: "b", Name: "x", Exposed: "x"}}); again.Tools[1].Exposed != cat.Tools[1].Exposed {
+	if again := NewCatalog([]Tool{{Server: "a", Name: "x", Exposed: "x"}, {Server: "b", Name: "x", Exposed: "x"}}); again.Tools[1].Exposed != cat.Tools[1].Exposed {
 		t.Error("collision renaming is not deterministic")
 	}
 }
