@@ -9,8 +9,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -357,22 +355,12 @@ func NewIndex(cat *upstream.Catalog) *search.Index {
 	return search.NewIndex(docs)
 }
 
-// Doc converts an upstream tool to a search document, reading parameter names and
-// descriptions from its input schema.
+// Doc converts an upstream tool to a search document.
 func Doc(t upstream.Tool) search.Doc {
-	d := search.Doc{Name: t.Exposed, Tool: t.Name, Server: t.Server, Description: t.Description, Keywords: t.Keywords}
-	var schema struct {
-		Properties map[string]struct {
-			Description string `json:"description"`
-		} `json:"properties"`
+	return search.Doc{
+		Name: t.Exposed, Tool: t.Name, Server: t.Server, Description: t.Description,
+		Keywords: t.Keywords, Params: search.ParamsFromSchema(t.InputSchema),
 	}
-	if len(t.InputSchema) > 0 && json.Unmarshal(t.InputSchema, &schema) == nil {
-		for name, p := range schema.Properties {
-			d.Params = append(d.Params, search.Param{Name: name, Description: p.Description})
-		}
-		slices.SortFunc(d.Params, func(a, b search.Param) int { return strings.Compare(a.Name, b.Name) })
-	}
-	return d
 }
 
 // awaitStartup waits, up to StartupWait, for servers still on their first connection

@@ -4,7 +4,9 @@ package search
 
 import (
 	"math"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/sahilm/fuzzy"
@@ -37,32 +39,71 @@ type Hit struct {
 
 // Field weights and length normalisation (BM25F): a word in the tool's name says far more
 // about what it does than the same word deep in a parameter description.
-const k1 = 1.2
+var k1 = 1.2
 
 const (
 	fieldName = iota
+	fieldKeywords
 	fieldServer
-	fieldDesc
+	fieldSummary // the description's first sentence
+	fieldDesc    // the rest of the description
 	fieldParams
 	numFields
 )
 
 var (
-	fieldWeight = [numFields]float64{fieldName: 3, fieldServer: 1.5, fieldDesc: 1, fieldParams: 0.4}
-	fieldB      = [numFields]float64{fieldName: 0.5, fieldServer: 0.3, fieldDesc: 0.75, fieldParams: 0.75}
+	fieldWeight = [numFields]float64{fieldName: 3, fieldKeywords: 3, fieldServer: 1.5, fieldSummary: 1.5, fieldDesc: 1, fieldParams: 0.4}
+	fieldB      = [numFields]float64{fieldName: 0.5, fieldKeywords: 0.5, fieldServer: 0.3, fieldSummary: 0.5, fieldDesc: 0.75, fieldParams: 0.75}
+	// nameBonus is added, per term and unsaturated, when the term is in the tool's name or
+	// keywords: BM25's saturation would otherwise let a long description outweigh the name.
+	nameBonus = 1.0
+
+	sumExpansions = false
+	coverBoost    = 1.0
 )
+
+func init() {
+	for _, kv := range strings.Fields(os.Getenv("TOOLSIFT_TUNE")) {
+		k, v, _ := strings.Cut(kv, "=")
+		f, _ := strconv.ParseFloat(v, 64)
+		switch k {
+		case "k1":
+			k1 = f
+		case "nb":
+			nameBonus = f
+		case "wname":
+			fieldWeight[fieldName] = f
+		case "wsum":
+			fieldWeight[fieldSummary] = f
+		case "wdesc":
+			fieldWeight[fieldDesc] = f
+		case "wparam":
+			fieldWeight[fieldParams] = f
+		case "wserver":
+			fieldWeight[fieldServer] = f
+		case "cov":
+			coverBoost = f
+		case "sum":
+			sumExpansions = f == 1
+		case "syn":
+			weightSynonym = f
+		}
+	}
+}
 
 // Weights of inexact term matches relative to an exact one: a prefix ("repo" for
 // "repository"), a typo (one edit), a fuzzy subsequence ("isue" for "issue").
-const (
-	weightPrefix = 0.6
-	weightTypo   = 0.5
-	weightFuzzy  = 0.4
+var (
+	weightPrefix  = 0.6
+	weightSynonym = 0.5
+	weightTypo    = 0.5
+	weightFuzzy   = 0.4
 )
 
 type posting struct {
-	doc int32
-	tf  float32 // field-weighted, length-normalised term frequency
+	doc  int32
+	tf   float32 // field-weighted, length-normalised term frequency
+	name bool    // the term is in the tool's name or keywords
 }
 
 // Index is an immutable search index. It is safe for concurrent use.
@@ -74,6 +115,8 @@ type Index struct {
 	idf      map[string]float64
 	// nameVocab holds the terms that occur in tool names, for typo tolerance.
 	nameVocab []string
+	// names holds each doc's distinct name terms, for name coverage.
+	names [][]string
 }
 
 // NewIndex builds an index over docs. Later docs with a Name already seen are ignored.
@@ -96,8 +139,11 @@ func NewIndex(docs []Doc) *Index {
 		ix.docs = append(ix.docs, d)
 		var ft fieldTokens
 		ft[fieldName] = Tokens(d.Tool)
+		ft[fieldKeywords] = Tokens(strings.Join(d.Keywords, " "))
 		ft[fieldServer] = Tokens(d.Server)
-		ft[fieldDesc] = Tokens(d.Description)
+		summary, rest := splitSummary(d.Description)
+		ft[fieldSummary] = Tokens(summary)
+		ft[fieldDesc] = Tokens(rest)
 		for _, p := range d.Params {
 			ft[fieldParams] = append(ft[fieldParams], Tokens(p.Name)...)
 			ft[fieldParams] = append(ft[fieldParams], Tokens(p.Description)...)
@@ -121,10 +167,25 @@ func NewIndex(docs []Doc) *Index {
 				tf[t] += fieldWeight[f] / norm
 			}
 		}
+		inName := map[string]bool{}
+		var names []string
+		for _, t := range ft[fieldName] {
+			if !inName[t] {
+				names = append(names, t)
+			}
+			inName[t] = true
+		}
+		ix.names = append(ix.names, names)
+		for _, t := range ft[fieldKeywords] {
+			inName[t] = true
+		}
 		for t, v := range tf {
-			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: float32(v)})
+			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: float32(v), name: inName[t]})
 		}
 		for _, t := range ft[fieldName] {
+			vocab[t] = true
+		}
+		for _, t := range ft[fieldServer] {
 			vocab[t] = true
 		}
 	}
@@ -159,19 +220,44 @@ func (ix *Index) Search(q Query, limit int) (hits []Hit, unknown []string) {
 		return ix.selectNames(q.Select, limit)
 	}
 	scores := map[int32]float64{}
-	for _, term := range dedupe(q.Terms) {
+	best := map[int32]float64{}
+	matched := map[string]float64{} // every term the query reaches, with its best weight
+	terms := dedupe(q.Terms)
+	// Two query words may be one word in the tools: "key vault" for keyvault.
+	for i := 0; i+1 < len(q.Terms); i++ {
+		if joined := q.Terms[i] + q.Terms[i+1]; ix.postings[joined] != nil && !contains(terms, joined) {
+			terms = append(terms, joined)
+		}
+	}
+	for _, term := range terms {
+		// A term counts once per tool: through its best expansion, not the sum of all.
+		clear(best)
 		for _, e := range ix.expand(term) {
+			matched[e.term] = max(matched[e.term], e.weight)
 			idf := ix.idf[e.term]
 			for _, p := range ix.postings[e.term] {
 				tf := float64(p.tf)
-				scores[p.doc] += e.weight * idf * tf * (k1 + 1) / (tf + k1)
+				v := tf * (k1 + 1) / (tf + k1)
+				if p.name {
+					v += nameBonus
+				}
+				v *= e.weight * idf
+				if sumExpansions {
+					best[p.doc] += v
+				} else if v > best[p.doc] {
+					best[p.doc] = v
+				}
 			}
+		}
+		for id, v := range best {
+			scores[id] += v
 		}
 	}
 	for id, s := range scores {
-		if s <= 0 || !ix.hasAll(id, q.Required) {
+		if s <= 0 || !ix.hasAll(id, q.Required) || q.Server != "" && !strings.EqualFold(ix.docs[id].Server, q.Server) {
 			continue
 		}
+		s *= 1 + coverBoost*ix.nameCoverage(id, matched)
 		hits = append(hits, Hit{Name: ix.docs[id].Name, Score: s})
 	}
 	sort.Slice(hits, func(i, j int) bool {
@@ -223,6 +309,9 @@ type expansion struct {
 // subsequence of.
 func (ix *Index) expand(term string) []expansion {
 	out := []expansion{{term, 1}}
+	for _, syn := range synonyms[term] {
+		out = append(out, expansion{syn, weightSynonym})
+	}
 	if len([]rune(term)) < 4 || isCJK(firstRune(term)) {
 		return out
 	}
@@ -237,7 +326,7 @@ func (ix *Index) expand(term string) []expansion {
 			out = append(out, expansion{v, weightTypo})
 		}
 	}
-	if _, exact := ix.postings[term]; exact || len(out) > 1 {
+	if _, exact := ix.postings[term]; exact || len(out) > 1+len(synonyms[term]) {
 		return out
 	}
 	// A term that matches nothing may be a misspelling with letters left out.
@@ -250,6 +339,22 @@ func (ix *Index) expand(term string) []expansion {
 	return out
 }
 
+// nameCoverage is the share of a tool's name that the query reaches, each name term weighted
+// by its idf (so that a prefix every tool of a server shares counts for little) and by how
+// the query reached it (exactly, or through a synonym).
+func (ix *Index) nameCoverage(id int32, matched map[string]float64) float64 {
+	var covered, total float64
+	for _, t := range ix.names[id] {
+		idf := ix.idf[t]
+		total += idf
+		covered += idf * matched[t]
+	}
+	if total == 0 {
+		return 0
+	}
+	return covered / total
+}
+
 // hasAll reports whether doc id contains every required term exactly.
 func (ix *Index) hasAll(id int32, required []string) bool {
 	for _, t := range required {
@@ -260,6 +365,25 @@ func (ix *Index) hasAll(id int32, required []string) bool {
 		}
 	}
 	return true
+}
+
+// splitSummary splits a description after its first sentence.
+func splitSummary(desc string) (summary, rest string) {
+	desc = strings.TrimSpace(desc)
+	for i := 0; i < len(desc); i++ {
+		switch desc[i] {
+		case '\n':
+			return desc[:i], desc[i+1:]
+		case '.', '!', '?':
+			if i+1 == len(desc) || desc[i+1] == ' ' || desc[i+1] == '\n' {
+				return desc[:i+1], desc[i+1:]
+			}
+		}
+	}
+	if i := strings.IndexAny(desc, "。!?"); i >= 0 {
+		return desc[:i], desc[i:]
+	}
+	return desc, ""
 }
 
 // editDistanceOne reports whether a and b differ by exactly one insertion, deletion,

@@ -13,13 +13,15 @@ type Query struct {
 	Required []string
 	// Select names tools to return as they are (written select:a,b).
 	Select []string
+	// Server restricts results to the tools of one server (written server:NAME).
+	Server string
 }
 
 // ErrEmptyQuery reports a query with nothing to search for.
 var ErrEmptyQuery = errors.New("empty query")
 
-// ParseQuery reads the query forms tool_search accepts: keywords, +required keywords, and
-// select:a,b for tools known by name.
+// ParseQuery reads the query forms tool_search accepts: keywords, +required keywords,
+// server:NAME to search one server, and select:a,b for tools known by name.
 func ParseQuery(s string) (Query, error) {
 	var q Query
 	s = strings.TrimSpace(s)
@@ -34,7 +36,13 @@ func ParseQuery(s string) (Query, error) {
 		}
 		return q, nil
 	}
+	var words []string
 	for _, f := range strings.Fields(s) {
+		if name, ok := cutPrefixFold(f, "server:"); ok && name != "" {
+			q.Server = name
+			continue
+		}
+		words = append(words, strings.ToLower(strings.Trim(f, ".,;:!?\"'()")))
 		if req, ok := strings.CutPrefix(f, "+"); ok {
 			ts := Tokens(req)
 			q.Required = append(q.Required, ts...)
@@ -42,6 +50,11 @@ func ParseQuery(s string) (Query, error) {
 			continue
 		}
 		q.Terms = append(q.Terms, Tokens(f)...)
+	}
+	for i := 0; i+1 < len(words); i++ {
+		if syn, ok := pairSynonyms[[2]string{words[i], words[i+1]}]; ok {
+			q.Terms = append(q.Terms, termOf(syn))
+		}
 	}
 	if len(q.Terms) == 0 {
 		return q, ErrEmptyQuery

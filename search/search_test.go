@@ -7,7 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
+	"slices"
+
 	"strings"
 	"testing"
 )
@@ -145,7 +146,7 @@ func TestSearchBasics(t *testing.T) {
 	for _, tt := range tests {
 		got := search(tt.q, tt.n)
 		if !tt.ordered {
-			sort.Strings(got)
+			slices.Sort(got)
 		}
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("Search(%q, %d) = %q, want %q", tt.q, tt.n, got, tt.want)
@@ -182,13 +183,9 @@ func readCatalog(tb testing.TB, file, server string) []Doc {
 	}
 	var list struct {
 		Tools []struct {
-			Name        string `json:"name"`
-			Description string `json:"description"`
-			InputSchema struct {
-				Properties map[string]struct {
-					Description string `json:"description"`
-				} `json:"properties"`
-			} `json:"inputSchema"`
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"inputSchema"`
 		} `json:"tools"`
 	}
 	if err := json.Unmarshal(data, &list); err != nil {
@@ -196,12 +193,8 @@ func readCatalog(tb testing.TB, file, server string) []Doc {
 	}
 	var docs []Doc
 	for _, t := range list.Tools {
-		d := Doc{Name: server + "__" + t.Name, Tool: t.Name, Server: server, Description: t.Description}
-		for name, p := range t.InputSchema.Properties {
-			d.Params = append(d.Params, Param{Name: name, Description: p.Description})
-		}
-		sort.Slice(d.Params, func(i, j int) bool { return d.Params[i].Name < d.Params[j].Name })
-		docs = append(docs, d)
+		docs = append(docs, Doc{Name: server + "__" + t.Name, Tool: t.Name, Server: server,
+			Description: t.Description, Params: ParamsFromSchema(t.InputSchema)})
 	}
 	return docs
 }

@@ -130,41 +130,36 @@ func appendCJK(out []string, w string) []string {
 	return out
 }
 
-var cjkStop = map[rune]bool{}
-
-func init() {
+// cjkStop holds CJK characters too common to index alone.
+var cjkStop = func() map[rune]bool {
+	m := map[rune]bool{}
 	for _, r := range "的了吗呢吧啊我你他她们是在把这那个就都也和与或及被给" {
-		cjkStop[r] = true
+		m[r] = true
 	}
-}
+	return m
+}()
 
-// Stem folds common English plural forms to the singular. It is deliberately light: a term
-// that is over-stemmed matches the wrong tools, which is worse than a missed plural.
+// Stem reduces a lower-case English word to its Porter stem (issues, issue → issu; created,
+// creating → creat). Words with digits or letters outside a–z are kept whole.
 func Stem(w string) string {
-	n := len(w)
-	switch {
-	case n <= 3:
-		return w
-	case strings.HasSuffix(w, "ies") && n > 4:
-		return w[:n-3] + "y"
-	case strings.HasSuffix(w, "sses"), strings.HasSuffix(w, "xes"), strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "shes"):
-		return w[:n-2]
-	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
-		return w
-	case strings.HasSuffix(w, "s"):
-		return w[:n-1]
+	for i := 0; i < len(w); i++ {
+		if w[i] < 'a' || w[i] > 'z' {
+			return w
+		}
 	}
-	return w
+	return porter(w)
 }
 
-var stopWords = map[string]bool{}
+var stopWords = set(`a an the and or of to in on at by for from with into onto
+	is are was were be been being it its this that these those there here
+	i me my we our you your he she they them their please can could would should will shall
+	do does did doing have has had just some any about via using also than then so
+	what which who whom how when where why if else not no want need like`)
 
-func init() {
-	for _, w := range strings.Fields(`a an the and or of to in on at by for from with into onto
-		is are was were be been being it its this that these those there here
-		i me my we our you your he she they them their please can could would should will shall
-		do does did doing have has had just some any all about via using use also than then so
-		what which who whom how when where why if else not no`) {
-		stopWords[w] = true
+func set(words string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		m[w] = true
 	}
+	return m
 }
