@@ -4,9 +4,7 @@ package search
 
 import (
 	"math"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/sahilm/fuzzy"
@@ -39,7 +37,7 @@ type Hit struct {
 
 // Field weights and length normalisation (BM25F): a word in the tool's name says far more
 // about what it does than the same word deep in a parameter description.
-var k1 = 1.2
+const k1 = 1.2
 
 const (
 	fieldName = iota
@@ -54,50 +52,34 @@ const (
 var (
 	fieldWeight = [numFields]float64{fieldName: 3, fieldKeywords: 3, fieldServer: 1.5, fieldSummary: 1.5, fieldDesc: 1, fieldParams: 0.4}
 	fieldB      = [numFields]float64{fieldName: 0.5, fieldKeywords: 0.5, fieldServer: 0.3, fieldSummary: 0.5, fieldDesc: 0.75, fieldParams: 0.75}
-	// nameBonus is added, per term and unsaturated, when the term is in the tool's name or
-	// keywords: BM25's saturation would otherwise let a long description outweigh the name.
-	nameBonus = 1.0
-
-	sumExpansions = false
-	coverBoost    = 1.0
 )
 
-func init() {
-	for _, kv := range strings.Fields(os.Getenv("TOOLSIFT_TUNE")) {
-		k, v, _ := strings.Cut(kv, "=")
-		f, _ := strconv.ParseFloat(v, 64)
-		switch k {
-		case "k1":
-			k1 = f
-		case "nb":
-			nameBonus = f
-		case "wname":
-			fieldWeight[fieldName] = f
-		case "wsum":
-			fieldWeight[fieldSummary] = f
-		case "wdesc":
-			fieldWeight[fieldDesc] = f
-		case "wparam":
-			fieldWeight[fieldParams] = f
-		case "wserver":
-			fieldWeight[fieldServer] = f
-		case "cov":
-			coverBoost = f
-		case "sum":
-			sumExpansions = f == 1
-		case "syn":
-			weightSynonym = f
-		}
-	}
-}
+// nameBonus is added, per term and unsaturated, when the term is in the tool's name or
+// keywords: BM25's saturation would otherwise let a long description outweigh the name.
+const nameBonus = 0.5
+
+// expansionTail is how much a term's further expansions add after its best one: a tool that
+// matches "search" and also "find" and "query" is likelier about searching, but not three
+// times as likely.
+const expansionTail = 0.5
+
+// serverPrior scales how much a tool gains from its server matching the query well overall
+// (see applyServerPrior).
+const serverPrior = 0.4
+
+// coordination is the exponent of the share of the query's known terms a tool matches,
+// which scales its score: a tool that matches "add", "index" and "mongo" beats one that
+// matches only "email", however well. Terms no tool has (names, dates) do not count.
+const coordination = 0.25
 
 // Weights of inexact term matches relative to an exact one: a prefix ("repo" for
 // "repository"), a typo (one edit), a fuzzy subsequence ("isue" for "issue").
-var (
-	weightPrefix  = 0.6
-	weightSynonym = 0.5
-	weightTypo    = 0.5
-	weightFuzzy   = 0.4
+const (
+	weightPrefix     = 0.6
+	weightSynonym    = 0.5
+	weightTypo       = 0.5
+	weightFuzzy      = 0.4
+	weightCJKUnigram = 0.5
 )
 
 type posting struct {
@@ -113,10 +95,12 @@ type Index struct {
 	byTool   map[string][]int
 	postings map[string][]posting
 	idf      map[string]float64
-	// nameVocab holds the terms that occur in tool names, for typo tolerance.
+	// nameVocab holds the terms that occur in tool and server names, sorted, for prefixes.
 	nameVocab []string
-	// names holds each doc's distinct name terms, for name coverage.
-	names [][]string
+	// nameWords holds the words of tool and server names before stemming, sorted, and
+	// wordTerm maps each to its term, for typo tolerance.
+	nameWords []string
+	wordTerm  map[string]string
 }
 
 // NewIndex builds an index over docs. Later docs with a Name already seen are ignored.
@@ -126,6 +110,7 @@ func NewIndex(docs []Doc) *Index {
 		byTool:   make(map[string][]int, len(docs)),
 		postings: map[string][]posting{},
 		idf:      map[string]float64{},
+		wordTerm: map[string]string{},
 	}
 	type fieldTokens [numFields][]string
 	var all []fieldTokens
@@ -138,7 +123,15 @@ func NewIndex(docs []Doc) *Index {
 		ix.byTool[d.Tool] = append(ix.byTool[d.Tool], len(ix.docs))
 		ix.docs = append(ix.docs, d)
 		var ft fieldTokens
-		ft[fieldName] = Tokens(d.Tool)
+		var raws []string
+		ft[fieldName], raws = analyze(d.Tool)
+		for i, w := range raws {
+			ix.wordTerm[w] = ft[fieldName][i]
+		}
+		serverTerms, serverRaws := analyze(d.Server)
+		for i, w := range serverRaws {
+			ix.wordTerm[w] = serverTerms[i]
+		}
 		ft[fieldKeywords] = Tokens(strings.Join(d.Keywords, " "))
 		ft[fieldServer] = Tokens(d.Server)
 		summary, rest := splitSummary(d.Description)
@@ -168,14 +161,9 @@ func NewIndex(docs []Doc) *Index {
 			}
 		}
 		inName := map[string]bool{}
-		var names []string
 		for _, t := range ft[fieldName] {
-			if !inName[t] {
-				names = append(names, t)
-			}
 			inName[t] = true
 		}
-		ix.names = append(ix.names, names)
 		for _, t := range ft[fieldKeywords] {
 			inName[t] = true
 		}
@@ -197,6 +185,10 @@ func NewIndex(docs []Doc) *Index {
 		ix.nameVocab = append(ix.nameVocab, t)
 	}
 	sort.Strings(ix.nameVocab)
+	for w := range ix.wordTerm {
+		ix.nameWords = append(ix.nameWords, w)
+	}
+	sort.Strings(ix.nameWords)
 	return ix
 }
 
@@ -220,21 +212,37 @@ func (ix *Index) Search(q Query, limit int) (hits []Hit, unknown []string) {
 		return ix.selectNames(q.Select, limit)
 	}
 	scores := map[int32]float64{}
+	matchedTerms := map[int32]int{}
+	known := 0
 	best := map[int32]float64{}
-	matched := map[string]float64{} // every term the query reaches, with its best weight
-	terms := dedupe(q.Terms)
+	total := map[int32]float64{}
+	terms, raws := q.Terms, q.raws
+	if len(raws) != len(terms) {
+		raws = terms // a Query built by hand, not by ParseQuery
+	}
 	// Two query words may be one word in the tools: "key vault" for keyvault.
 	for i := 0; i+1 < len(q.Terms); i++ {
-		if joined := q.Terms[i] + q.Terms[i+1]; ix.postings[joined] != nil && !contains(terms, joined) {
-			terms = append(terms, joined)
+		if joined := q.Terms[i] + q.Terms[i+1]; ix.postings[joined] != nil {
+			terms = append(terms[:len(terms):len(terms)], joined)
+			raws = append(raws[:len(raws):len(raws)], joined)
 		}
 	}
-	for _, term := range terms {
+	seen := map[string]bool{}
+	for i, term := range terms {
+		if seen[term] {
+			continue
+		}
+		seen[term] = true
 		// A term counts once per tool: through its best expansion, not the sum of all.
 		clear(best)
-		for _, e := range ix.expand(term) {
-			matched[e.term] = max(matched[e.term], e.weight)
+		clear(total)
+		for _, e := range ix.expand(term, raws[i]) {
+			// An inexact match is worth no more than an exact one of the term itself would
+			// be: a rare synonym must not outrank the common word the user wrote.
 			idf := ix.idf[e.term]
+			if own, ok := ix.idf[term]; ok && e.term != term {
+				idf = min(idf, own)
+			}
 			for _, p := range ix.postings[e.term] {
 				tf := float64(p.tf)
 				v := tf * (k1 + 1) / (tf + k1)
@@ -242,22 +250,30 @@ func (ix *Index) Search(q Query, limit int) (hits []Hit, unknown []string) {
 					v += nameBonus
 				}
 				v *= e.weight * idf
-				if sumExpansions {
-					best[p.doc] += v
-				} else if v > best[p.doc] {
+				total[p.doc] += v
+				if v > best[p.doc] {
 					best[p.doc] = v
 				}
 			}
 		}
+		if len(best) > 0 {
+			known++
+		}
 		for id, v := range best {
-			scores[id] += v
+			matchedTerms[id]++
+			scores[id] += v + expansionTail*(total[id]-v)
 		}
 	}
+	if known > 1 {
+		for id, sc := range scores {
+			scores[id] = sc * math.Pow(float64(matchedTerms[id])/float64(known), coordination)
+		}
+	}
+	ix.applyServerPrior(scores)
 	for id, s := range scores {
 		if s <= 0 || !ix.hasAll(id, q.Required) || q.Server != "" && !strings.EqualFold(ix.docs[id].Server, q.Server) {
 			continue
 		}
-		s *= 1 + coverBoost*ix.nameCoverage(id, matched)
 		hits = append(hits, Hit{Name: ix.docs[id].Name, Score: s})
 	}
 	sort.Slice(hits, func(i, j int) bool {
@@ -304,55 +320,86 @@ type expansion struct {
 	weight float64
 }
 
-// expand returns the index terms a query term should match: itself, and for a term of
-// four or more letters, name terms it is a prefix of, one edit away from, or a fuzzy
-// subsequence of.
-func (ix *Index) expand(term string) []expansion {
-	out := []expansion{{term, 1}}
+// expand returns the index terms a query term should match: itself; its synonyms; for a
+// term of four or more letters, the name terms it is a prefix of ("repo" for repository);
+// and, only for a term the index lacks, so that a typo never competes with a clean match,
+// the name words its word is one edit from or a fuzzy subsequence of ("isue" for issue).
+func (ix *Index) expand(term, word string) []expansion {
+	w := 1.0
+	if r := []rune(term); len(r) == 1 && isCJK(r[0]) {
+		// A lone CJK character says less than a two-character word.
+		w = weightCJKUnigram
+	}
+	out := []expansion{{term, w}}
 	for _, syn := range synonyms[term] {
-		out = append(out, expansion{syn, weightSynonym})
+		out = append(out, expansion{syn, w * weightSynonym})
 	}
-	if len([]rune(term)) < 4 || isCJK(firstRune(term)) {
+	if isCJK(firstRune(term)) {
 		return out
 	}
-	for _, v := range ix.nameVocab {
-		if v == term || v[0] != term[0] {
-			continue
-		}
-		switch {
-		case strings.HasPrefix(v, term):
+	// nameVocab is sorted, so the terms term is a prefix of are one run.
+	for i := sort.SearchStrings(ix.nameVocab, term); len(term) >= 4 && i < len(ix.nameVocab) && strings.HasPrefix(ix.nameVocab[i], term); i++ {
+		if v := ix.nameVocab[i]; v != term {
 			out = append(out, expansion{v, weightPrefix})
-		case editDistanceOne(term, v):
-			out = append(out, expansion{v, weightTypo})
 		}
 	}
-	if _, exact := ix.postings[term]; exact || len(out) > 1+len(synonyms[term]) {
+	if _, exact := ix.postings[term]; exact || len(word) < 4 {
 		return out
 	}
-	// A term that matches nothing may be a misspelling with letters left out.
-	for _, m := range fuzzy.Find(term, ix.nameVocab) {
-		v := m.Str
-		if v[0] == term[0] && float64(len(term)) >= 0.7*float64(len(v)) {
-			out = append(out, expansion{v, weightFuzzy})
+	typos := false
+	for _, v := range ix.nameWords {
+		if v[0] == word[0] && editDistanceOne(word, v) {
+			out = append(out, expansion{ix.wordTerm[v], weightTypo})
+			typos = true
+		}
+	}
+	if typos {
+		return out
+	}
+	// Letters left out ("isue"): a fuzzy subsequence match of most of the word.
+	for _, m := range fuzzy.Find(word, ix.nameWords) {
+		if v := m.Str; v[0] == word[0] && float64(len(word)) >= 0.7*float64(len(v)) {
+			out = append(out, expansion{ix.wordTerm[v], weightFuzzy})
 		}
 	}
 	return out
 }
 
-// nameCoverage is the share of a tool's name that the query reaches, each name term weighted
-// by its idf (so that a prefix every tool of a server shares counts for little) and by how
-// the query reached it (exactly, or through a synonym).
-func (ix *Index) nameCoverage(id int32, matched map[string]float64) float64 {
-	var covered, total float64
-	for _, t := range ix.names[id] {
-		idf := ix.idf[t]
-		total += idf
-		covered += idf * matched[t]
+// applyServerPrior raises the tools of servers that match the query well as a whole: a
+// query about pods and namespaces is about Kubernetes, so kubectl_get should rank above a
+// lone match of "staging" among another server's release stages. A server's strength is the
+// sum of its three best scores; each tool gains up to serverPrior times its own score, in
+// proportion to its server's strength against the strongest server's.
+func (ix *Index) applyServerPrior(scores map[int32]float64) {
+	top := map[string]*[3]float64{}
+	for id, sc := range scores {
+		srv := ix.docs[id].Server
+		t := top[srv]
+		if t == nil {
+			t = &[3]float64{}
+			top[srv] = t
+		}
+		switch {
+		case sc > t[0]:
+			t[0], t[1], t[2] = sc, t[0], t[1]
+		case sc > t[1]:
+			t[1], t[2] = sc, t[1]
+		case sc > t[2]:
+			t[2] = sc
+		}
 	}
-	if total == 0 {
-		return 0
+	strength := make(map[string]float64, len(top))
+	var best float64
+	for srv, t := range top {
+		strength[srv] = t[0]
+		best = max(best, strength[srv])
 	}
-	return covered / total
+	if best <= 0 {
+		return
+	}
+	for id, sc := range scores {
+		scores[id] = sc * (1 + serverPrior*strength[ix.docs[id].Server]/best)
+	}
 }
 
 // hasAll reports whether doc id contains every required term exactly.
@@ -410,16 +457,4 @@ func editDistanceOne(a, b string) bool {
 		return i+1 < la && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
 	}
 	return a[i:] == b[i+1:]
-}
-
-func dedupe(terms []string) []string {
-	seen := map[string]bool{}
-	out := terms[:0:0]
-	for _, t := range terms {
-		if !seen[t] {
-			seen[t] = true
-			out = append(out, t)
-		}
-	}
-	return out
 }

@@ -15,6 +15,8 @@ type Query struct {
 	Select []string
 	// Server restricts results to the tools of one server (written server:NAME).
 	Server string
+	// raws holds, beside each of Terms, the word it came from before stemming.
+	raws []string
 }
 
 // ErrEmptyQuery reports a query with nothing to search for.
@@ -43,17 +45,21 @@ func ParseQuery(s string) (Query, error) {
 			continue
 		}
 		words = append(words, strings.ToLower(strings.Trim(f, ".,;:!?\"'()")))
-		if req, ok := strings.CutPrefix(f, "+"); ok {
-			ts := Tokens(req)
-			q.Required = append(q.Required, ts...)
-			q.Terms = append(q.Terms, ts...)
-			continue
+		req, required := strings.CutPrefix(f, "+")
+		if !required {
+			req = f
 		}
-		q.Terms = append(q.Terms, Tokens(f)...)
+		ts, raws := analyze(req)
+		if required {
+			q.Required = append(q.Required, ts...)
+		}
+		q.Terms = append(q.Terms, ts...)
+		q.raws = append(q.raws, raws...)
 	}
 	for i := 0; i+1 < len(words); i++ {
 		if syn, ok := pairSynonyms[[2]string{words[i], words[i+1]}]; ok {
 			q.Terms = append(q.Terms, termOf(syn))
+			q.raws = append(q.raws, syn)
 		}
 	}
 	if len(q.Terms) == 0 {

@@ -1,7 +1,6 @@
 package search
 
 import (
-	"os"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -12,19 +11,29 @@ import (
 // plurals folded to their singular. Runs of CJK characters become overlapping bigrams (and a
 // lone character stays a unigram), since such text has no spaces to split on.
 func Tokens(text string) []string {
-	var out []string
+	terms, _ := analyze(text)
+	return terms
+}
+
+// analyze returns the terms of text and, beside each, the word it came from in lower case
+// before stemming (a CJK term stands for itself). Typos are matched on those words: a
+// misspelling stems differently from the word it misspells.
+func analyze(text string) (terms, raws []string) {
 	for _, w := range words(text) {
 		if isCJK(firstRune(w)) {
-			out = appendCJK(out, w)
+			n := len(terms)
+			terms = appendCJK(terms, w)
+			raws = append(raws, terms[n:]...)
 			continue
 		}
 		w = strings.ToLower(w)
 		if stopWords[w] {
 			continue
 		}
-		out = append(out, Stem(w))
+		terms = append(terms, Stem(w))
+		raws = append(raws, w)
 	}
-	return out
+	return terms, raws
 }
 
 // words splits text into raw words: maximal runs of letters or digits, further split at
@@ -108,20 +117,15 @@ func isCJK(r rune) bool {
 		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
 }
 
-// cjkMode selects how CJK runs are indexed; see appendCJK. A variable only so that the
-// evaluation can compare the modes.
-var cjkMode = os.Getenv("TOOLSIFT_CJK")
-
+// appendCJK indexes a run of CJK characters, which has no spaces to split on, as its
+// characters (but the commonest) and its overlapping two-character pairs. On the CloudLedger
+// set, pairs alone reached recall@5 0.83, characters alone 0.87, both 0.90: pairs catch
+// two-character words, characters catch a word written differently ("加人" for "增加").
 func appendCJK(out []string, w string) []string {
 	rs := []rune(w)
-	if len(rs) == 1 || cjkMode == "uni" || cjkMode == "both" {
-		for _, r := range rs {
-			if !cjkStop[r] {
-				out = append(out, string(r))
-			}
-		}
-		if len(rs) == 1 || cjkMode == "uni" {
-			return out
+	for _, r := range rs {
+		if !cjkStop[r] {
+			out = append(out, string(r))
 		}
 	}
 	for i := 0; i+1 < len(rs); i++ {
