@@ -8,14 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/proxy"
@@ -116,42 +113,6 @@ func searchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// caseFile is a YAML list of {query, want}, want being one name or a list.
-type caseFile []struct {
-	Query string    `yaml:"query"`
-	Want  yaml.Node `yaml:"want"`
-}
-
-func loadCases(file string) ([]search.Case, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	var raw caseFile
-	if err := yaml.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	cases := make([]search.Case, 0, len(raw))
-	for i, r := range raw {
-		c := search.Case{Query: r.Query}
-		switch r.Want.Kind {
-		case yaml.ScalarNode:
-			c.Want = []string{r.Want.Value}
-		case yaml.SequenceNode:
-			if err := r.Want.Decode(&c.Want); err != nil {
-				return nil, fmt.Errorf("%s:%d: want: %w", file, r.Want.Line, err)
-			}
-		default:
-			return nil, fmt.Errorf("%s: case %d (%q): want a tool name or a list of names", file, i+1, r.Query)
-		}
-		if c.Query == "" {
-			return nil, fmt.Errorf("%s: case %d has no query", file, i+1)
-		}
-		cases = append(cases, c)
-	}
-	return cases, nil
-}
-
 // evalCmd measures recall@k and MRR of labelled cases: toolsift eval --cases FILE [flags].
 func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
@@ -176,7 +137,7 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	cases, err := loadCases(*casesFile)
+	cases, err := search.LoadCases(*casesFile)
 	if err != nil {
 		return err
 	}

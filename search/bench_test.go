@@ -2,11 +2,14 @@ package search
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
 	"testing"
+	"time"
 )
 
 // scaled repeats the public catalogs under renamed servers until there are at least n docs.
-func scaled(b *testing.B, n int) []Doc {
+func scaled(b testing.TB, n int) []Doc {
 	base := catalogDocs(b)
 	var docs []Doc
 	for copy := 0; len(docs) < n; copy++ {
@@ -46,6 +49,59 @@ func BenchmarkSearch(b *testing.B) {
 				ix.Search(q, 5)
 				i++
 			}
+		})
+	}
+}
+
+// BenchmarkSearchLatency runs every query of the evaluation sets against 10,000 tools and
+// reports latency percentiles, since a mean hides the slow queries.
+func BenchmarkSearchLatency(b *testing.B) {
+	ix := NewIndex(scaled(b, 10000))
+	var queries []Query
+	for _, f := range []string{"../bench/en.yaml", "../bench/en-holdout.yaml", "../../shared/bench/cloudledger/cases.yaml"} {
+		cases, err := LoadCases(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range cases {
+			q, err := ParseQuery(c.Query)
+			if err != nil {
+				b.Fatal(err)
+			}
+			queries = append(queries, q)
+		}
+	}
+	var lat []time.Duration
+	i := 0
+	for b.Loop() {
+		start := time.Now()
+		ix.Search(queries[i%len(queries)], 5)
+		lat = append(lat, time.Since(start))
+		i++
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) }
+	b.ReportMetric(pct(0.50), "p50-µs")
+	b.ReportMetric(pct(0.99), "p99-µs")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
+}
+
+// BenchmarkIndexMemory reports the heap an index holds per tool.
+func BenchmarkIndexMemory(b *testing.B) {
+	for _, n := range []int{1142, 10000} {
+		docs := scaled(b, n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			var ix *Index
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				ix = NewIndex(docs)
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "bytes/tool")
+			}
+			runtime.KeepAlive(ix)
 		})
 	}
 }

@@ -2,7 +2,10 @@ package search
 
 import (
 	"fmt"
+	"os"
 	"slices"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Case is one labelled query: any of Want is a right answer.
@@ -80,4 +83,39 @@ func Evaluate(ix *Index, cases []Case, ks []int) (Report, error) {
 	}
 	r.MRR /= n
 	return r, nil
+}
+
+// LoadCases reads a YAML list of cases, [{query, want}], where want is one tool name or a
+// list of names, any of which is right.
+func LoadCases(file string) ([]Case, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var raw []struct {
+		Query string    `yaml:"query"`
+		Want  yaml.Node `yaml:"want"`
+	}
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	cases := make([]Case, 0, len(raw))
+	for i, r := range raw {
+		c := Case{Query: r.Query}
+		switch r.Want.Kind {
+		case yaml.ScalarNode:
+			c.Want = []string{r.Want.Value}
+		case yaml.SequenceNode:
+			if err := r.Want.Decode(&c.Want); err != nil {
+				return nil, fmt.Errorf("%s:%d: want: %w", file, r.Want.Line, err)
+			}
+		default:
+			return nil, fmt.Errorf("%s: case %d (%q): want is a tool name or a list of names", file, i+1, r.Query)
+		}
+		if c.Query == "" {
+			return nil, fmt.Errorf("%s: case %d has no query", file, i+1)
+		}
+		cases = append(cases, c)
+	}
+	return cases, nil
 }

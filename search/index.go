@@ -4,8 +4,10 @@ package search
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/sahilm/fuzzy"
 )
@@ -83,9 +85,10 @@ const (
 )
 
 type posting struct {
-	doc  int32
-	tf   float32 // field-weighted, length-normalised term frequency
-	name bool    // the term is in the tool's name or keywords
+	doc int32
+	// base is the term's BM25F weight in the doc before idf: the saturated, field-weighted,
+	// length-normalised frequency, plus nameBonus if the term is in the name or keywords.
+	base float32
 }
 
 // Index is an immutable search index. It is safe for concurrent use.
@@ -101,6 +104,10 @@ type Index struct {
 	// wordTerm maps each to its term, for typo tolerance.
 	nameWords []string
 	wordTerm  map[string]string
+	// serverOf gives each doc's server as a small number, for the server prior.
+	serverOf   []int32
+	numServers int
+	scratch    sync.Pool // *scratch, reused across searches
 }
 
 // NewIndex builds an index over docs. Later docs with a Name already seen are ignored.
@@ -108,12 +115,38 @@ func NewIndex(docs []Doc) *Index {
 	ix := &Index{
 		byName:   make(map[string]int, len(docs)),
 		byTool:   make(map[string][]int, len(docs)),
-		postings: map[string][]posting{},
-		idf:      map[string]float64{},
 		wordTerm: map[string]string{},
 	}
-	type fieldTokens [numFields][]string
-	var all []fieldTokens
+	an := analyzer{cache: map[string]analyzed{}}
+	in := interner{ids: map[string]int32{}}
+	// ids caches each word's term id; -1 marks a stop word.
+	ids := map[string]int32{}
+	appendIDs := func(out []int32, text string) []int32 {
+		eachWord(text, func(w string) {
+			if id, ok := ids[w]; ok {
+				if id >= 0 {
+					out = append(out, id)
+				}
+				return
+			}
+			if isCJK(firstRune(w)) { // not cached: CJK words are runs, rarely repeated
+				for _, t := range appendCJK(nil, w) {
+					out = append(out, in.id(t))
+				}
+				return
+			}
+			id := int32(-1)
+			an.each(w, func(term, _ string) { id = in.id(term) })
+			ids[w] = id
+			if id >= 0 {
+				out = append(out, id)
+			}
+		})
+		return out
+	}
+	servers := map[string]int32{}
+	type fieldTerms [numFields][]int32
+	var all []fieldTerms
 	var total [numFields]float64
 	for _, d := range docs {
 		if _, dup := ix.byName[d.Name]; dup {
@@ -122,67 +155,90 @@ func NewIndex(docs []Doc) *Index {
 		ix.byName[d.Name] = len(ix.docs)
 		ix.byTool[d.Tool] = append(ix.byTool[d.Tool], len(ix.docs))
 		ix.docs = append(ix.docs, d)
-		var ft fieldTokens
-		var raws []string
-		ft[fieldName], raws = analyze(d.Tool)
-		for i, w := range raws {
-			ix.wordTerm[w] = ft[fieldName][i]
+		srv, ok := servers[d.Server]
+		if !ok {
+			srv = int32(len(servers))
+			servers[d.Server] = srv
 		}
-		serverTerms, serverRaws := analyze(d.Server)
-		for i, w := range serverRaws {
-			ix.wordTerm[w] = serverTerms[i]
+		ix.serverOf = append(ix.serverOf, srv)
+
+		var ft fieldTerms
+		// Name words are also kept unstemmed, for typo tolerance.
+		nameIDs := func(out []int32, text string) []int32 {
+			an.each(text, func(term, raw string) {
+				ix.wordTerm[raw] = term
+				out = append(out, in.id(term))
+			})
+			return out
 		}
-		ft[fieldKeywords] = Tokens(strings.Join(d.Keywords, " "))
-		ft[fieldServer] = Tokens(d.Server)
+		ft[fieldName] = nameIDs(nil, d.Tool)
+		ft[fieldServer] = nameIDs(nil, d.Server)
+		for _, k := range d.Keywords {
+			ft[fieldKeywords] = appendIDs(ft[fieldKeywords], k)
+		}
 		summary, rest := splitSummary(d.Description)
-		ft[fieldSummary] = Tokens(summary)
-		ft[fieldDesc] = Tokens(rest)
+		ft[fieldSummary] = appendIDs(nil, summary)
+		ft[fieldDesc] = appendIDs(nil, rest)
 		for _, p := range d.Params {
-			ft[fieldParams] = append(ft[fieldParams], Tokens(p.Name)...)
-			ft[fieldParams] = append(ft[fieldParams], Tokens(p.Description)...)
+			ft[fieldParams] = appendIDs(ft[fieldParams], p.Name)
+			ft[fieldParams] = appendIDs(ft[fieldParams], p.Description)
 		}
 		for f := range ft {
 			total[f] += float64(len(ft[f]))
 		}
 		all = append(all, ft)
 	}
+	ix.numServers = len(servers)
 	n := float64(len(ix.docs))
 	var avg [numFields]float64
 	for f := range avg {
 		avg[f] = max(total[f]/max(n, 1), 1)
 	}
-	vocab := map[string]bool{}
+	postings := make([][]posting, len(in.terms))
+	tf := make([]float64, len(in.terms))
+	inName := make([]bool, len(in.terms))
+	inVocab := make([]bool, len(in.terms))
+	var seen []int32
 	for i, ft := range all {
-		tf := map[string]float64{}
-		for f, toks := range ft {
-			norm := 1 - fieldB[f] + fieldB[f]*float64(len(toks))/avg[f]
-			for _, t := range toks {
+		for f, ids := range ft {
+			norm := 1 - fieldB[f] + fieldB[f]*float64(len(ids))/avg[f]
+			for _, t := range ids {
+				if tf[t] == 0 {
+					seen = append(seen, t)
+				}
 				tf[t] += fieldWeight[f] / norm
 			}
 		}
-		inName := map[string]bool{}
 		for _, t := range ft[fieldName] {
-			inName[t] = true
+			inName[t], inVocab[t] = true, true
 		}
 		for _, t := range ft[fieldKeywords] {
 			inName[t] = true
 		}
-		for t, v := range tf {
-			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: float32(v), name: inName[t]})
-		}
-		for _, t := range ft[fieldName] {
-			vocab[t] = true
-		}
 		for _, t := range ft[fieldServer] {
-			vocab[t] = true
+			inVocab[t] = true
 		}
+		for _, t := range seen {
+			v := tf[t]
+			base := v * (k1 + 1) / (v + k1)
+			if inName[t] {
+				base += nameBonus
+			}
+			postings[t] = append(postings[t], posting{doc: int32(i), base: float32(base)})
+			tf[t], inName[t] = 0, false
+		}
+		seen = seen[:0]
 	}
-	for t, ps := range ix.postings {
+	ix.postings = make(map[string][]posting, len(in.terms))
+	ix.idf = make(map[string]float64, len(in.terms))
+	for t, ps := range postings {
+		term := in.terms[t]
+		ix.postings[term] = ps
 		df := float64(len(ps))
-		ix.idf[t] = math.Log(1 + (n-df+0.5)/(df+0.5))
-	}
-	for t := range vocab {
-		ix.nameVocab = append(ix.nameVocab, t)
+		ix.idf[term] = math.Log(1 + (n-df+0.5)/(df+0.5))
+		if inVocab[t] {
+			ix.nameVocab = append(ix.nameVocab, term)
+		}
 	}
 	sort.Strings(ix.nameVocab)
 	for w := range ix.wordTerm {
@@ -211,11 +267,8 @@ func (ix *Index) Search(q Query, limit int) (hits []Hit, unknown []string) {
 	if len(q.Select) > 0 {
 		return ix.selectNames(q.Select, limit)
 	}
-	scores := map[int32]float64{}
-	matchedTerms := map[int32]int{}
-	known := 0
-	best := map[int32]float64{}
-	total := map[int32]float64{}
+	sc := ix.getScratch()
+	defer ix.scratch.Put(sc)
 	terms, raws := q.Terms, q.raws
 	if len(raws) != len(terms) {
 		raws = terms // a Query built by hand, not by ParseQuery
@@ -227,65 +280,16 @@ func (ix *Index) Search(q Query, limit int) (hits []Hit, unknown []string) {
 			raws = append(raws[:len(raws):len(raws)], joined)
 		}
 	}
-	seen := map[string]bool{}
+	known := 0 // query terms that match some tool
 	for i, term := range terms {
-		if seen[term] {
+		if slices.Contains(terms[:i], term) {
 			continue
 		}
-		seen[term] = true
-		// A term counts once per tool: through its best expansion, not the sum of all.
-		clear(best)
-		clear(total)
-		for _, e := range ix.expand(term, raws[i]) {
-			// An inexact match is worth no more than an exact one of the term itself would
-			// be: a rare synonym must not outrank the common word the user wrote.
-			idf := ix.idf[e.term]
-			if own, ok := ix.idf[term]; ok && e.term != term {
-				idf = min(idf, own)
-			}
-			for _, p := range ix.postings[e.term] {
-				tf := float64(p.tf)
-				v := tf * (k1 + 1) / (tf + k1)
-				if p.name {
-					v += nameBonus
-				}
-				v *= e.weight * idf
-				total[p.doc] += v
-				if v > best[p.doc] {
-					best[p.doc] = v
-				}
-			}
-		}
-		if len(best) > 0 {
+		if sc.addTerm(ix, term, raws[i]) {
 			known++
 		}
-		for id, v := range best {
-			matchedTerms[id]++
-			scores[id] += v + expansionTail*(total[id]-v)
-		}
 	}
-	if known > 1 {
-		for id, sc := range scores {
-			scores[id] = sc * math.Pow(float64(matchedTerms[id])/float64(known), coordination)
-		}
-	}
-	ix.applyServerPrior(scores)
-	for id, s := range scores {
-		if s <= 0 || !ix.hasAll(id, q.Required) || q.Server != "" && !strings.EqualFold(ix.docs[id].Server, q.Server) {
-			continue
-		}
-		hits = append(hits, Hit{Name: ix.docs[id].Name, Score: s})
-	}
-	sort.Slice(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
-		}
-		return hits[i].Name < hits[j].Name
-	})
-	if limit > 0 && len(hits) > limit {
-		hits = hits[:limit]
-	}
-	return hits, nil
+	return sc.rank(ix, q, known, limit), nil
 }
 
 // selectNames resolves exact names: the unique Name first, then a tool's own name (which may
@@ -346,9 +350,15 @@ func (ix *Index) expand(term, word string) []expansion {
 	if _, exact := ix.postings[term]; exact || len(word) < 4 {
 		return out
 	}
+	// Typos keep the first letter, and nameWords is sorted: scan only that letter's run.
+	lo, hi := sort.SearchStrings(ix.nameWords, word[:1]), len(ix.nameWords)
+	if word[0] < 0xff {
+		hi = lo + sort.SearchStrings(ix.nameWords[lo:], string([]byte{word[0] + 1}))
+	}
+	sameLetter := ix.nameWords[lo:hi]
 	typos := false
-	for _, v := range ix.nameWords {
-		if v[0] == word[0] && editDistanceOne(word, v) {
+	for _, v := range sameLetter {
+		if editDistanceOne(word, v) {
 			out = append(out, expansion{ix.wordTerm[v], weightTypo})
 			typos = true
 		}
@@ -357,49 +367,12 @@ func (ix *Index) expand(term, word string) []expansion {
 		return out
 	}
 	// Letters left out ("isue"): a fuzzy subsequence match of most of the word.
-	for _, m := range fuzzy.Find(word, ix.nameWords) {
-		if v := m.Str; v[0] == word[0] && float64(len(word)) >= 0.7*float64(len(v)) {
+	for _, m := range fuzzy.Find(word, sameLetter) {
+		if v := m.Str; float64(len(word)) >= 0.7*float64(len(v)) {
 			out = append(out, expansion{ix.wordTerm[v], weightFuzzy})
 		}
 	}
 	return out
-}
-
-// applyServerPrior raises the tools of servers that match the query well as a whole: a
-// query about pods and namespaces is about Kubernetes, so kubectl_get should rank above a
-// lone match of "staging" among another server's release stages. A server's strength is the
-// sum of its three best scores; each tool gains up to serverPrior times its own score, in
-// proportion to its server's strength against the strongest server's.
-func (ix *Index) applyServerPrior(scores map[int32]float64) {
-	top := map[string]*[3]float64{}
-	for id, sc := range scores {
-		srv := ix.docs[id].Server
-		t := top[srv]
-		if t == nil {
-			t = &[3]float64{}
-			top[srv] = t
-		}
-		switch {
-		case sc > t[0]:
-			t[0], t[1], t[2] = sc, t[0], t[1]
-		case sc > t[1]:
-			t[1], t[2] = sc, t[1]
-		case sc > t[2]:
-			t[2] = sc
-		}
-	}
-	strength := make(map[string]float64, len(top))
-	var best float64
-	for srv, t := range top {
-		strength[srv] = t[0]
-		best = max(best, strength[srv])
-	}
-	if best <= 0 {
-		return
-	}
-	for id, sc := range scores {
-		scores[id] = sc * (1 + serverPrior*strength[ix.docs[id].Server]/best)
-	}
 }
 
 // hasAll reports whether doc id contains every required term exactly.

@@ -19,21 +19,72 @@ func Tokens(text string) []string {
 // before stemming (a CJK term stands for itself). Typos are matched on those words: a
 // misspelling stems differently from the word it misspells.
 func analyze(text string) (terms, raws []string) {
-	for _, w := range words(text) {
-		if isCJK(firstRune(w)) {
-			n := len(terms)
-			terms = appendCJK(terms, w)
-			raws = append(raws, terms[n:]...)
-			continue
-		}
-		w = strings.ToLower(w)
-		if stopWords[w] {
-			continue
-		}
-		terms = append(terms, Stem(w))
-		raws = append(raws, w)
+	return analyzer{}.analyze(text)
+}
+
+// analyzer turns text into terms. Its cache, when not nil, remembers each word's term:
+// building an index meets the same words thousands of times.
+type analyzer struct {
+	cache map[string]analyzed
+}
+
+type analyzed struct {
+	term, raw string // raw is the word in lower case; an empty term is a stop word
+}
+
+// interner numbers terms, so that building an index can count them in arrays, not maps.
+type interner struct {
+	ids   map[string]int32
+	terms []string
+}
+
+func (in *interner) id(term string) int32 {
+	id, ok := in.ids[term]
+	if !ok {
+		id = int32(len(in.terms))
+		in.ids[term] = id
+		in.terms = append(in.terms, term)
 	}
+	return id
+}
+
+func (a analyzer) analyze(text string) (terms, raws []string) {
+	a.each(text, func(term, raw string) {
+		terms = append(terms, term)
+		raws = append(raws, raw)
+	})
 	return terms, raws
+}
+
+// appendTerms appends the terms of text to terms.
+func (a analyzer) appendTerms(terms []string, text string) []string {
+	a.each(text, func(term, _ string) { terms = append(terms, term) })
+	return terms
+}
+
+func (a analyzer) each(text string, f func(term, raw string)) {
+	eachWord(text, func(w string) {
+		if isCJK(firstRune(w)) {
+			for _, t := range appendCJK(nil, w) {
+				f(t, t)
+			}
+			return
+		}
+		an, ok := a.cache[w]
+		if !ok {
+			lower := strings.ToLower(w)
+			an = analyzed{raw: lower}
+			if !stopWords[lower] {
+				an.term = Stem(lower)
+			}
+			if a.cache != nil {
+				a.cache[w] = an
+			}
+		}
+		if an.term != "" {
+			f(an.term, an.raw)
+		}
+	})
 }
 
 // words splits text into raw words: maximal runs of letters or digits, further split at
@@ -41,38 +92,105 @@ func analyze(text string) (terms, raws []string) {
 // and digits, and between CJK and other scripts.
 func words(text string) []string {
 	var out []string
+	eachWord(text, func(w string) { out = append(out, w) })
+	return out
+}
+
+// eachWord calls f with each word of text, as words splits them, without allocating.
+func eachWord(text string, f func(string)) {
 	start := -1
 	var prev rune
-	for i, r := range text {
+	var prevClass byte
+	for i := 0; i < len(text); {
+		b := text[i]
+		if b < utf8.RuneSelf {
+			// ASCII, nearly all of tool text, is classified by table.
+			c := asciiClass[b]
+			switch {
+			case c == classOther:
+				if start >= 0 {
+					f(text[start:i])
+					start = -1
+				}
+			case start < 0:
+				start = i
+			case prevClass == classWide:
+				if splits(prev, rune(b)) {
+					f(text[start:i])
+					start = i
+				}
+			case prevClass == classUpper && c == classUpper:
+				// The end of an acronym: HTTPServer splits before the S.
+				if i+1 < len(text) && text[i+1] < utf8.RuneSelf && asciiClass[text[i+1]] == classLower {
+					f(text[start:i])
+					start = i
+				}
+			case c != prevClass && !(prevClass == classUpper && c == classLower):
+				f(text[start:i])
+				start = i
+			}
+			prev, prevClass = rune(b), c
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
 		if !isAlnum(r) {
 			if start >= 0 {
-				out = append(out, text[start:i])
+				f(text[start:i])
 				start = -1
 			}
+			i += size
+			prevClass = classOther
 			continue
 		}
 		if start >= 0 {
-			split := isCJK(r) != isCJK(prev) ||
-				isDigit(r) != isDigit(prev) ||
-				isUpper(r) && isLower(prev)
-			if !split && isUpper(prev) && isUpper(r) {
-				next, _ := utf8.DecodeRuneInString(text[i+utf8.RuneLen(r):])
+			split := splits(prev, r)
+			if !split && isUpper(prev) && isUpper(r) && i+size < len(text) {
+				next, _ := utf8.DecodeRuneInString(text[i+size:])
 				split = isLower(next)
 			}
 			if split {
-				out = append(out, text[start:i])
+				f(text[start:i])
 				start = i
 			}
 		} else {
 			start = i
 		}
-		prev = r
+		prev, prevClass = r, classWide
+		i += size
 	}
 	if start >= 0 {
-		out = append(out, text[start:])
+		f(text[start:])
 	}
-	return out
 }
+
+// splits reports whether a word breaks between letters or digits prev and r: at a digit
+// boundary, a lower-to-upper case change, or a change into or out of CJK.
+func splits(prev, r rune) bool {
+	return isDigit(r) != isDigit(prev) || isUpper(r) && isLower(prev) || isCJK(r) != isCJK(prev)
+}
+
+// Character classes of ASCII bytes for eachWord; classWide marks a non-ASCII letter.
+const (
+	classOther byte = iota
+	classLower
+	classUpper
+	classDigit
+	classWide
+)
+
+var asciiClass = func() (t [utf8.RuneSelf]byte) {
+	for b := 'a'; b <= 'z'; b++ {
+		t[b] = classLower
+	}
+	for b := 'A'; b <= 'Z'; b++ {
+		t[b] = classUpper
+	}
+	for b := '0'; b <= '9'; b++ {
+		t[b] = classDigit
+	}
+	return t
+}()
 
 // ASCII fast paths for the unicode predicates: most tool text is ASCII.
 func isAlnum(r rune) bool {
