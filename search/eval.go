@@ -32,10 +32,16 @@ type Report struct {
 	Misses []Miss
 }
 
+// Ranker is what Evaluate measures; *Index is one.
+type Ranker interface {
+	Search(q Query, limit int) (hits []Hit, unknown []string)
+	Doc(name string) (Doc, bool)
+}
+
 // Evaluate ranks every case's query and measures recall at each k and MRR. A case that wants
 // a tool the index lacks, or whose query does not parse, is an error: it would measure
 // nothing.
-func Evaluate(ix *Index, cases []Case, ks []int) (Report, error) {
+func Evaluate(ix Ranker, cases []Case, ks []int) (Report, error) {
 	r := Report{Cases: len(cases), Recall: map[int]float64{}}
 	for _, k := range ks {
 		r.Recall[k] = 0

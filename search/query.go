@@ -17,6 +17,8 @@ type Query struct {
 	Server string
 	// raws holds, beside each of Terms, the word it came from before stemming.
 	raws []string
+	// text is the query as written.
+	text string
 }
 
 // ErrEmptyQuery reports a query with nothing to search for.
@@ -25,7 +27,7 @@ var ErrEmptyQuery = errors.New("empty query")
 // ParseQuery reads the query forms tool_search accepts: keywords, +required keywords,
 // server:NAME to search one server, and select:a,b for tools known by name.
 func ParseQuery(s string) (Query, error) {
-	var q Query
+	q := Query{text: s}
 	s = strings.TrimSpace(s)
 	if rest, ok := cutPrefixFold(s, "select:"); ok {
 		for _, name := range strings.Split(rest, ",") {

@@ -80,7 +80,7 @@ func TestParseQuery(t *testing.T) {
 			t.Errorf("ParseQuery(%q) error = %v, wantErr %v", tt.in, err, tt.wantErr)
 			continue
 		}
-		got.raws = nil
+		got.raws, got.text = nil, ""
 		if !tt.wantErr && !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("ParseQuery(%q) = %+v, want %+v", tt.in, got, tt.want)
 		}
@@ -150,6 +150,10 @@ func TestSearchBasics(t *testing.T) {
 		{"select:create_issue", 5, []string{"gh__create_issue", "jira__create_issue"}, true},
 		{"select:fs__read_file,gh__list_issues", 5, []string{"fs__read_file", "gh__list_issues"}, true},
 		{"select:fs__read_file,gh__list_issues", 1, []string{"fs__read_file"}, true},
+		{"server:jira create issue", 5, []string{"jira__create_issue"}, true},
+		{"server:JIRA issue", 5, []string{"jira__create_issue"}, true},
+		{"server:nope issue", 5, nil, true},
+		{"make a new bug", 2, []string{"gh__create_issue", "jira__create_issue"}, false}, // synonyms
 	}
 	for _, tt := range tests {
 		got := search(tt.q, tt.n)
@@ -225,6 +229,9 @@ func TestGoldenRankings(t *testing.T) {
 		"query database collection",
 		"calendar events next week",
 		"crete isue",
+		"server:slack send message",
+		"azure key vault secret",
+		"把发票再发一次",
 		"select:github__create_issue,read_file,nope",
 	}
 	var b strings.Builder
@@ -255,4 +262,35 @@ func TestGoldenRankings(t *testing.T) {
 	if b.String() != string(want) {
 		t.Errorf("rankings changed; run go test ./search -update and review the diff\ngot:\n%s", b.String())
 	}
+}
+
+// FuzzSearch feeds arbitrary queries through parsing and ranking, which must never panic and
+// must keep their promises: at most the limit, best first.
+func FuzzSearch(f *testing.F) {
+	for _, seed := range []string{"create issue", "+github code", "select:a,b", "server:x y", "发票 PDF",
+		"HTTPServer", "\xff\xfe", "é\u0301", "a.*+?^$[](){}|\\", strings.Repeat("issue ", 300), "", "ÉTÉÇA"} {
+		f.Add(seed, 5)
+	}
+	ix := NewIndex([]Doc{
+		{Name: "gh__create_issue", Tool: "create_issue", Server: "gh", Description: "Create a new issue. 新建问题", Params: []Param{{"title", "Title"}}},
+		{Name: "fs__read_file", Tool: "read_file", Server: "fs", Description: "Read a file"},
+		{Name: "x__getHTTPStatus", Tool: "getHTTPStatus", Server: "x", Description: "获取状态"},
+	})
+	f.Fuzz(func(t *testing.T, query string, limit int) {
+		limit = limit % 30
+		_ = Tokens(query)
+		q, err := ParseQuery(query)
+		if err != nil {
+			return
+		}
+		hits, _ := ix.Search(q, limit)
+		if limit > 0 && len(hits) > limit {
+			t.Fatalf("Search(%q, %d) returned %d hits", query, limit, len(hits))
+		}
+		for i := 1; i < len(hits); i++ {
+			if better(hits[i], hits[i-1]) {
+				t.Fatalf("Search(%q) out of order: %v", query, hits)
+			}
+		}
+	})
 }

@@ -10,7 +10,7 @@ import "strings"
 var synonymGroups = []string{
 	// verbs
 	"get fetch read retrieve show view see display look check open",
-	"create add new make insert open file start register",
+	"create add new make insert open start register",
 	"delete remove drop erase destroy purge discard trash unregister",
 	"update edit modify change set patch alter adjust amend",
 	"list enumerate browse all",
