@@ -20,7 +20,8 @@ const searchHint = "Call a match directly by its name, or through call_tool {nam
 	"If none fits, search again with other words (synonyms, the service's name, or select:name) before concluding the capability does not exist."
 
 const queryHelp = `Write a few keywords for the capability you need, such as "create issue" or "read file"; ` +
-	`+word requires a word ("+github pull request"); select:name1,name2 fetches tools by exact name.`
+	`+word requires a word ("+github pull request"); server:NAME searches one server ("server:slack send"); ` +
+	`select:name1,name2 fetches tools by exact name.`
 
 // Match is one tool_search match.
 type Match struct {

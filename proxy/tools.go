@@ -28,7 +28,7 @@ const (
 
 var (
 	searchSchema = json.RawMessage(`{"type":"object","properties":{` +
-		`"query":{"type":"string","description":"Keywords for the capability you need, such as \"create issue\" or \"read file\". Prefix a word with + to require it (+github). Or select:name1,name2 to fetch tools by exact name."},` +
+		`"query":{"type":"string","description":"Keywords for the capability you need, such as \"create issue\" or \"read file\". Prefix a word with + to require it (+github); server:NAME searches one server. Or select:name1,name2 to fetch tools by exact name."},` +
 		`"max_results":{"type":"integer","minimum":1,"maximum":25,"default":5,"description":"How many matches to return (default 5, at most 25)."}` +
 		`},"required":["query"]}`)
 	callSchema = json.RawMessage(`{"type":"object","properties":{` +
@@ -45,7 +45,7 @@ func searchToolDef(statuses []upstream.Status) mcp.Tool {
 	var b strings.Builder
 	b.WriteString("Find tools for a task. Most tools of the connected servers are hidden until searched for: " +
 		"whenever you need a capability you do not see, search here before concluding it does not exist. " +
-		"Query with keywords (\"create issue\", \"send message\"), +word to require a word, or select:name1,name2 for tools you know by name. " +
+		"Query with keywords (\"create issue\", \"send message\"), +word to require a word, server:NAME for one server, or select:name1,name2 for tools you know by name. " +
 		"Matches come back with their input schemas; call them directly by name, or through call_tool. " +
 		"If nothing fits, search again with other words.")
 	var up, down []string

@@ -194,7 +194,29 @@ func NewIndex(docs []Doc) *Index {
 	for f := range avg {
 		avg[f] = max(total[f]/max(n, 1), 1)
 	}
+	// Count each term's docs first, so that all postings share one exactly sized array.
+	df := make([]int32, len(in.terms))
+	last := make([]int32, len(in.terms))
+	for i, ft := range all {
+		for _, ids := range ft {
+			for _, t := range ids {
+				if last[t] != int32(i)+1 {
+					last[t] = int32(i) + 1
+					df[t]++
+				}
+			}
+		}
+	}
+	var nPostings int
+	for _, c := range df {
+		nPostings += int(c)
+	}
+	backing := make([]posting, 0, nPostings)
 	postings := make([][]posting, len(in.terms))
+	for t, c := range df {
+		postings[t] = backing[len(backing) : len(backing) : len(backing)+int(c)]
+		backing = backing[:len(backing)+int(c)]
+	}
 	tf := make([]float64, len(in.terms))
 	inName := make([]bool, len(in.terms))
 	inVocab := make([]bool, len(in.terms))

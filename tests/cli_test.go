@@ -1,0 +1,123 @@
+package tests
+
+import (
+	"encoding/json"
+
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLI runs the toolsift binary and returns its stdout, stderr and exit code.
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+func cloudledger(t *testing.T) (cases, tools string) {
+	dir := filepath.Join(catalogs, "..", "cloudledger")
+	return filepath.Join(dir, "cases.yaml"), filepath.Join(dir, "cloudledger.json")
+}
+
+func TestSearchCommand(t *testing.T) {
+	out, errOut, code := runCLI(t, "search", "--tools", catalog(t, "github"), "--tools", catalog(t, "slack"), "-n", "3", "create", "issue")
+	if code != 0 || !strings.Contains(strings.SplitN(out, "\n", 2)[0], "github__create_issue") {
+		t.Fatalf("search = %d\n%s%s", code, out, errOut)
+	}
+	if n := strings.Count(strings.TrimSpace(out), "\n") + 1; n != 3 {
+		t.Errorf("-n 3 printed %d lines:\n%s", n, out)
+	}
+	out, _, code = runCLI(t, "search", "--tools", catalog(t, "slack"), "server:slack", "post", "message")
+	if code != 0 || !strings.Contains(out, "slack__slack_post_message") {
+		t.Errorf("server: query = %d\n%s", code, out)
+	}
+	for _, args := range [][]string{
+		{"search", "create"},                            // no catalog
+		{"search", "--tools", catalog(t, "github")},     // no query
+		{"search", "--tools", "/nonexistent.json", "x"}, // missing file
+	} {
+		if _, errOut, code := runCLI(t, args...); code == 0 || errOut == "" {
+			t.Errorf("%q exited %d with stderr %q, want an error", args, code, errOut)
+		}
+	}
+}
+
+func TestEvalCommand(t *testing.T) {
+	cases, tools := cloudledger(t)
+	out, errOut, code := runCLI(t, "eval", "--cases", cases, "--tools", tools, "--json", "--min", "1=0.70,5=0.90")
+	if code != 0 {
+		t.Fatalf("eval exited %d: %s%s", code, out, errOut)
+	}
+	var rep struct {
+		Cases  int                `json:"cases"`
+		Recall map[string]float64 `json:"recall"`
+		MRR    *float64           `json:"mrr"`
+		Misses []struct {
+			Query string `json:"query"`
+			Want  any    `json:"want"`
+			Rank  *int   `json:"rank"`
+		} `json:"misses"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("--json output is not JSON: %v\n%s", err, out)
+	}
+	if rep.Cases != 30 || len(rep.Recall) != 3 || rep.Recall["5"] < 0.9 || rep.MRR == nil {
+		t.Errorf("report = %+v", rep)
+	}
+	for _, m := range rep.Misses {
+		if m.Query == "" || m.Want == nil || m.Rank == nil {
+			t.Errorf("miss lacks fields: %+v", m)
+		}
+	}
+	// Text output, custom k, and a floor that is not met.
+	out, errOut, code = runCLI(t, "eval", "--cases", cases, "--tools", tools, "--k", "2,10", "--min", "1=0.99")
+	if code == 0 || !strings.Contains(out, "recall@2") || !strings.Contains(out, "recall@10") || !strings.Contains(errOut, "below the floor: recall@1") {
+		t.Errorf("eval with an unmet floor = %d\n%s%s", code, out, errOut)
+	}
+	// A case naming a tool the catalog lacks is an error.
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("- query: x\n  want: cloudledger__no_such_tool\n"), 0o644)
+	if _, errOut, code := runCLI(t, "eval", "--cases", bad, "--tools", tools); code == 0 || !strings.Contains(errOut, "cloudledger__no_such_tool") {
+		t.Errorf("eval of an unknown tool = %d, %q", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "eval", "--cases", cases, "--tools", tools, "--k", "0"); code != 2 {
+		t.Errorf("--k 0 exited %d (%s), want 2", code, errOut)
+	}
+}
+
+// TestSearchLiveConfigWithOverrides searches the servers of a configuration, live, and shows
+// that per-tool keywords and descriptions reach both the ranking and the client.
+func TestSearchLiveConfigWithOverrides(t *testing.T) {
+	cfg := config(t, "mcpServers:"+githubFixture(t, `    alwaysLoad: [create_issue]
+    tools:
+      create_issue:
+        keywords: [zebra, ticket]
+        description: "File a GitHub issue (overridden)"
+`))
+	out, errOut, code := runCLI(t, "search", "--config", cfg, "-n", "1", "zebra")
+	if code != 0 || !strings.Contains(out, "github__create_issue") || !strings.Contains(out, "overridden") {
+		t.Fatalf("search --config = %d\n%s%s", code, out, errOut)
+	}
+	c := start(t, bin, "--config", cfg)
+	c.initialize()
+	tools := c.waitTool("github__create_issue")
+	if tools[0].Description != "File a GitHub issue (overridden)" {
+		t.Errorf("listed description = %q, want the override", tools[0].Description)
+	}
+	sr := c.search("zebra", 1)
+	if len(sr.Matches) != 1 || sr.Matches[0].Name != "github__create_issue" {
+		t.Errorf("tool_search by keyword = %+v", sr.Matches)
+	}
+}
