@@ -143,7 +143,7 @@ func TestSessionsOverHTTP(t *testing.T) {
 			t.Fatalf("initial list = %q, want %q", got, base)
 		}
 	}
-	res := a.call(t, "tool_search", map[string]any{"query": "send message"})
+	res := a.call(t, "tool_search", map[string]any{"query": "send message", "max_results": 1})
 	if res.IsError || !strings.Contains(text(res), "chat__send_message") {
 		t.Fatalf("search: %s", text(res))
 	}
