@@ -56,12 +56,6 @@ func (a analyzer) analyze(text string) (terms, raws []string) {
 	return terms, raws
 }
 
-// appendTerms appends the terms of text to terms.
-func (a analyzer) appendTerms(terms []string, text string) []string {
-	a.each(text, func(term, _ string) { terms = append(terms, term) })
-	return terms
-}
-
 func (a analyzer) each(text string, f func(term, raw string)) {
 	eachWord(text, func(w string) {
 		if isCJK(firstRune(w)) {
@@ -87,16 +81,10 @@ func (a analyzer) each(text string, f func(term, raw string)) {
 	})
 }
 
-// words splits text into raw words: maximal runs of letters or digits, further split at
+// eachWord calls f with each raw word of text: maximal runs of letters or digits, further split at
 // lower-to-upper case changes (fooBar), at the end of an acronym (HTTPServer), between letters
 // and digits, and between CJK and other scripts.
-func words(text string) []string {
-	var out []string
-	eachWord(text, func(w string) { out = append(out, w) })
-	return out
-}
-
-// eachWord calls f with each word of text, as words splits them, without allocating.
+// It does not allocate.
 func eachWord(text string, f func(string)) {
 	start := -1
 	var prev rune
