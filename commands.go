@@ -1,16 +1,20 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/proxy"
@@ -24,7 +28,8 @@ var version = ""
 const usage = `toolsift: one MCP server in front of many, with tools unlocked by search.
 
 Usage:
-  toolsift [serve] [--config FILE] [--log-level LEVEL]   serve MCP over stdio
+  toolsift [serve] [--config FILE] [--log-level LEVEL] [--listen ADDR]
+                                                          serve MCP over stdio, or streamable HTTP
   toolsift search [--config FILE | --tools FILE...] [-n N] QUERY
                                                           print the ranked tools for a query
   toolsift eval --cases FILE [--config FILE | --tools FILE...] [--k 1,3,5] [--json] [--min 1=0.7,5=0.9]
@@ -75,6 +80,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.SetOutput(stderr)
 	configFile := fs.String("config", "", "configuration file (YAML or JSON)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	listen := fs.String("listen", "", "serve streamable HTTP at `ADDR` (/mcp, and SSE at /sse) instead of stdio; :PORT binds 127.0.0.1")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -101,8 +107,56 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	defer pool.Close()
 	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion()})
 	pool.Start()
+	if addr := cmp.Or(*listen, cfg.HTTP.Listen); addr != "" {
+		return serveHTTP(ctx, srv, cfg.HTTP, addr, log)
+	}
 	log.Info("serving on stdio", "config", file, "servers", len(cfg.Servers))
 	return srv.ServeStdio(ctx, stdin, stdout)
+}
+
+// serveHTTP serves until ctx ends, then stops accepting, lets requests in flight finish (up
+// to 10s) and returns; the caller then closes the upstreams.
+func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, addr string, log *slog.Logger) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%w: --listen %q: want HOST:PORT or :PORT", errUsage, addr)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if !isLoopback(host) && len(cfg.Tokens) == 0 {
+		return fmt.Errorf("refusing to listen on %s without auth.tokens: anyone who can reach it could use every configured server; set auth.tokens in the config or listen on 127.0.0.1", net.JoinHostPort(host, port))
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return err
+	}
+	handler, closeStreams := srv.HTTPHandler(proxy.HTTPOptions{
+		Tokens: cfg.Tokens, AllowedOrigins: cfg.AllowedOrigins, SessionIdleTimeout: cfg.SessionIdleTimeout,
+	})
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("serving on http", "url", "http://"+ln.Addr().String()+"/mcp", "auth", len(cfg.Tokens) > 0)
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = errors.Join(closeStreams(sctx), hs.Shutdown(sctx))
+	<-served
+	return err
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // findConfig returns the configuration file to use: the one named, or the first that exists

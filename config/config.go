@@ -10,6 +10,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -27,6 +28,23 @@ type Config struct {
 	File string
 	// Servers are the configured upstream servers in file order, disabled ones included.
 	Servers []Server
+	// HTTP configures `toolsift serve --listen`.
+	HTTP HTTP
+}
+
+// HTTP configures the streamable HTTP front end.
+type HTTP struct {
+	// Listen is the address to serve on; empty means stdio. A bare port (":8080") binds
+	// 127.0.0.1.
+	Listen string
+	// Tokens are the bearer tokens clients must present; none means no authentication,
+	// which is allowed only on a loopback address.
+	Tokens []string
+	// AllowedOrigins are browser origins allowed besides localhost ones, such as
+	// "https://app.example.com".
+	AllowedOrigins []string
+	// SessionIdleTimeout ends sessions idle this long; zero means 30m.
+	SessionIdleTimeout time.Duration
 }
 
 // Server is one upstream MCP server.
@@ -143,8 +161,31 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 		switch key {
 		case "mcpServers":
 			servers = val
+		case "listen":
+			cfg.HTTP.Listen = p.str(val, at)
+		case "auth":
+			if val.Kind != yaml.MappingNode {
+				p.errorf(val, at, "want a mapping with tokens, got %s", kindName(val))
+				return
+			}
+			p.fields(val, at, func(key string, val *yaml.Node, at string) {
+				if key != "tokens" {
+					p.errorf(val, at, "unknown key (known: tokens)")
+					return
+				}
+				cfg.HTTP.Tokens = p.strList(val, at)
+				for i, tok := range cfg.HTTP.Tokens {
+					if len(tok) < 16 {
+						p.errorf(val, fmt.Sprintf("%s[%d]", at, i), "a token must be at least 16 characters")
+					}
+				}
+			})
+		case "allowedOrigins":
+			cfg.HTTP.AllowedOrigins = p.strList(val, at)
+		case "sessionIdleTimeout":
+			cfg.HTTP.SessionIdleTimeout = p.duration(val, at)
 		default:
-			p.errorf(val, at, "unknown key (known: mcpServers)")
+			p.errorf(val, at, "unknown key (known: mcpServers, listen, auth, allowedOrigins, sessionIdleTimeout)")
 		}
 	})
 	if servers == nil {
@@ -331,6 +372,16 @@ func (p *parser) toolOverrides(n *yaml.Node, at string) map[string]ToolOverride 
 		out[tool] = o
 	})
 	return out
+}
+
+func (p *parser) duration(n *yaml.Node, at string) time.Duration {
+	s := p.str(n, at)
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		p.errorf(n, at, "%q is not a positive duration (write 30s, 10m, 1h)", s)
+		return 0
+	}
+	return d
 }
 
 func (p *parser) bool(n *yaml.Node, at string) bool {

@@ -118,6 +118,12 @@ func TestParseErrors(t *testing.T) {
 		{"tools not a map", "mcpServers:\n  a:\n    command: x\n    tools: [a]\n", []string{"mcpServers.a.tools: want a mapping of tool names"}},
 		{"tool override unknown key", "mcpServers:\n  a:\n    command: x\n    tools:\n      t: {keyword: [x]}\n", []string{"c.yaml:5: mcpServers.a.tools.t.keyword: unknown key"}},
 		{"tool override keywords string", "mcpServers:\n  a:\n    command: x\n    tools:\n      t: {keywords: x}\n", []string{"mcpServers.a.tools.t.keywords: want a list of strings"}},
+		{"listen a list", "listen: [a]\nmcpServers: {}\n", []string{"c.yaml:1: listen: want a string"}},
+		{"auth not a map", "auth: x\nmcpServers: {}\n", []string{"c.yaml:1: auth: want a mapping"}},
+		{"auth unknown key", "auth: {token: [x]}\nmcpServers: {}\n", []string{"auth.token: unknown key"}},
+		{"short token", "auth: {tokens: [short]}\nmcpServers: {}\n", []string{"auth.tokens[0]: a token must be at least 16"}},
+		{"bad duration", "sessionIdleTimeout: soon\nmcpServers: {}\n", []string{"sessionIdleTimeout: \"soon\" is not a positive duration"}},
+		{"negative duration", "sessionIdleTimeout: -1m\nmcpServers: {}\n", []string{"is not a positive duration"}},
 		{"two errors at once", "mcpServers:\n  a:\n    command: x\n    bogus: 1\n  b:\n    url: nope\n", []string{"mcpServers.a.bogus", "mcpServers.b.url"}},
 	}
 	for _, tt := range tests {
@@ -132,5 +138,17 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestParseHTTP(t *testing.T) {
+	src := "listen: \":8080\"\nauth:\n  tokens: [\"${TOK}\"]\nallowedOrigins: [https://app.example.com]\nsessionIdleTimeout: 5m\nmcpServers: {}\n"
+	cfg, err := Parse("c.yaml", []byte(src), env(map[string]string{"TOK": "0123456789abcdef0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := cfg.HTTP
+	if h.Listen != ":8080" || len(h.Tokens) != 1 || h.Tokens[0] != "0123456789abcdef0" || h.AllowedOrigins[0] != "https://app.example.com" || h.SessionIdleTimeout.Minutes() != 5 {
+		t.Errorf("HTTP = %+v", h)
 	}
 }

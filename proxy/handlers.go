@@ -146,10 +146,12 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	}
 	progress := func(params json.RawMessage) {
 		var m map[string]any
-		if json.Unmarshal(params, &m) != nil || sess.id == "" {
+		if json.Unmarshal(params, &m) != nil {
 			return
 		}
-		_ = s.mcp.SendNotificationToSpecificClient(sess.id, string(mcp.MethodNotificationProgress), m)
+		// Through the calling request's session, so that progress reaches the caller on
+		// every transport.
+		_ = s.mcp.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), m)
 	}
 	start := time.Now()
 	raw, err := s.ups.Call(ctx, t.Exposed, args.Arguments, token, progress)

@@ -82,6 +82,8 @@ type session struct {
 	// relists is false once the client let a list_changed go unanswered, so that clients
 	// that ignore the notification are not made to wait on every search.
 	relists bool
+	// used is when the session last made a request, for idle expiry.
+	used time.Time
 }
 
 // New returns a proxy server over ups.
@@ -101,11 +103,7 @@ func New(ups Upstreams, opts Options) *Server {
 	s := &Server{opts: opts, log: opts.Logger, ups: ups, sessions: map[string]*session{}, lists: map[string]*session{}}
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.session(cs.SessionID()) })
-	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
-		s.mu.Lock()
-		delete(s.sessions, cs.SessionID())
-		s.mu.Unlock()
-	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.endSession(cs.SessionID()) })
 	hooks.AddOnRequestInitialization(refuseDiscover)
 	hooks.AddAfterListTools(s.afterListTools)
 	hooks.AddBeforeCallTool(s.beforeCallTool)
@@ -151,8 +149,32 @@ func (s *Server) session(id string) *session {
 		sess = &session{id: id, isOpen: map[string]bool{}, listed: make(chan struct{}), relists: true}
 		s.sessions[id] = sess
 	}
+	sess.used = time.Now()
 	return sess
 }
+
+// endSession forgets a session's state. mcp-go reports the end only of sessions that held a
+// GET stream, so the HTTP front end also calls this on DELETE and on idle expiry.
+func (s *Server) endSession(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sessions, id)
+}
+
+// expireSessions forgets sessions idle since before cutoff, except stdio's, which lasts as
+// long as the process.
+func (s *Server) expireSessions(cutoff time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, sess := range s.sessions {
+		if id != stdioSessionID && sess.used.Before(cutoff) {
+			delete(s.sessions, id)
+		}
+	}
+}
+
+// stdioSessionID is the ID of mcp-go's single stdio session.
+const stdioSessionID = "stdio"
 
 func (s *Server) sessionFrom(ctx context.Context) *session {
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {
@@ -298,7 +320,7 @@ func (s *Server) announce(ctx context.Context, sess *session, wait bool) {
 	sess.mu.Lock()
 	listed, relists := sess.listed, sess.relists
 	sess.mu.Unlock()
-	s.notifyListChanged(sess)
+	s.notifyListChanged(ctx, sess)
 	if !wait || !relists {
 		return
 	}
@@ -310,7 +332,7 @@ func (s *Server) announce(ctx context.Context, sess *session, wait bool) {
 	case <-ctx.Done():
 		return
 	case <-half.C:
-		s.notifyListChanged(sess)
+		s.notifyListChanged(ctx, sess)
 	}
 	rest := time.NewTimer(s.opts.ListWait - s.opts.ListWait/2)
 	defer rest.Stop()
@@ -326,11 +348,15 @@ func (s *Server) announce(ctx context.Context, sess *session, wait bool) {
 	}
 }
 
-func (s *Server) notifyListChanged(sess *session) {
-	if sess.id == "" {
-		return
+// notifyListChanged sends list_changed through the request's own session: over streamable
+// HTTP a client that holds no GET stream has only the POST stream of its current request.
+func (s *Server) notifyListChanged(ctx context.Context, sess *session) {
+	method := string(mcp.MethodNotificationToolsListChanged)
+	err := s.mcp.SendNotificationToClient(ctx, method, nil)
+	if err != nil && sess.id != "" {
+		err = s.mcp.SendNotificationToSpecificClient(sess.id, method, nil)
 	}
-	if err := s.mcp.SendNotificationToSpecificClient(sess.id, string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
+	if err != nil {
 		s.log.Warn("list_changed not sent", "session", sess.id, "error", err)
 	}
 }

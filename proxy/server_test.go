@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -284,5 +285,42 @@ func TestDiscoverRefused(t *testing.T) {
 		if !strings.Contains(string(out), tt.want) {
 			t.Errorf("%s\n  answered %s, want %s", tt.msg, out, tt.want)
 		}
+	}
+}
+
+// TestHTTPSessionStateIsFreed ends one session with DELETE and lets another expire, and
+// checks that the proxy forgets both (mcp-go reports neither for POST-only clients).
+func TestHTTPSessionStateIsFreed(t *testing.T) {
+	p := newTestProxy(t)
+	h, shutdown := p.HTTPHandler(HTTPOptions{SessionIdleTimeout: 300 * time.Millisecond})
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	t.Cleanup(func() { shutdown(context.Background()) })
+	sessions := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.sessions)
+	}
+	a := connect(t, hs.URL+"/mcp")
+	a.call(t, "tool_search", map[string]any{"query": "issues"})
+	b := connect(t, hs.URL+"/mcp")
+	b.call(t, "tool_search", map[string]any{"query": "issues"})
+	if n := sessions(); n != 2 {
+		t.Fatalf("%d sessions tracked, want 2", n)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, hs.URL+"/mcp", nil)
+	req.Header.Set(server.HeaderKeySessionID, a.GetSessionId())
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE: %v %v", resp, err)
+	}
+	if n := sessions(); n != 1 {
+		t.Errorf("after DELETE, %d sessions tracked, want 1", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for sessions() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle session never expired: %d tracked", sessions())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -1,0 +1,247 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolsift/toolsift/upstream"
+)
+
+// HTTPOptions configures the HTTP front end. The zero value of each field means its
+// documented default.
+type HTTPOptions struct {
+	// Tokens are the bearer tokens a client may present; none means no authentication.
+	Tokens []string
+	// AllowedOrigins are browser origins allowed besides localhost ones. A request with any
+	// other Origin header gets 403: DNS-rebinding protection.
+	AllowedOrigins []string
+	// SessionIdleTimeout ends a session idle this long and frees its state; 0 means 30m.
+	SessionIdleTimeout time.Duration
+	// MaxBodyBytes limits a request body; 0 means 4 MiB.
+	MaxBodyBytes int64
+	// MaxSessionRequests limits the requests one session may have in flight; 0 means 32.
+	MaxSessionRequests int
+}
+
+// sessionVersions are the protocol revisions served over HTTP: per-session tool lists are
+// valid only up to 2025-11-25, so the stateless 2026-07-28 core is not offered.
+var sessionVersions = []string{
+	mcp.LATEST_LEGACY_PROTOCOL_VERSION, "2025-06-18", "2025-03-26", "2024-11-05",
+}
+
+// HTTPHandler serves MCP over streamable HTTP at /mcp and over the legacy SSE transport at
+// /sse and /message, liveness at /healthz and upstream readiness at /readyz. Call the
+// returned function at shutdown: it ends open streams and the idle-session sweeper.
+func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, func(context.Context) error) {
+	if opts.SessionIdleTimeout == 0 {
+		opts.SessionIdleTimeout = 30 * time.Minute
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = 4 << 20
+	}
+	if opts.MaxSessionRequests == 0 {
+		opts.MaxSessionRequests = 32
+	}
+	streamable := server.NewStreamableHTTPServer(s.mcp,
+		server.WithStateful(true),
+		server.WithSessionIdleTTL(opts.SessionIdleTimeout),
+		server.WithStreamableHTTPProtocolVersions(sessionVersions...),
+		server.WithStreamableHTTPLogger(s.log),
+	)
+	sse := server.NewSSEServer(s.mcp, server.WithKeepAlive(true))
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", streamable)
+	mux.Handle("/sse", sse.SSEHandler())
+	mux.Handle("/message", sse.MessageHandler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+
+	g := &gate{opts: opts, next: mux, inFlight: map[string]int{}, ended: s.endSession}
+	for _, t := range opts.Tokens {
+		g.tokens = append(g.tokens, sha256.Sum256([]byte(t)))
+	}
+	// The sweeper frees the state of sessions idle longer than the timeout; mcp-go's own
+	// sweeper ends them at the transport, so a late request gets 404 and re-initialises.
+	stop := make(chan struct{})
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		tick := time.NewTicker(max(opts.SessionIdleTimeout/2, 10*time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-tick.C:
+				s.expireSessions(now.Add(-opts.SessionIdleTimeout))
+			}
+		}
+	}()
+	var once sync.Once
+	shutdown := func(ctx context.Context) error {
+		once.Do(func() { close(stop) })
+		<-swept
+		err := sse.Shutdown(ctx)
+		if err2 := streamable.Shutdown(ctx); err == nil {
+			err = err2
+		}
+		return err
+	}
+	return g, shutdown
+}
+
+// readyz reports each upstream's state; 503 until at least one is connected.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	type server struct {
+		Name  string `json:"name"`
+		State string `json:"state"`
+		Tools int    `json:"tools"`
+		Error string `json:"error,omitempty"`
+	}
+	var out struct {
+		Ready   bool     `json:"ready"`
+		Servers []server `json:"servers"`
+	}
+	for _, st := range s.ups.Statuses() {
+		sv := server{Name: st.Name, State: string(st.State), Tools: st.Tools}
+		if st.Err != nil {
+			sv.Error = st.Err.Error()
+		}
+		out.Ready = out.Ready || st.State == upstream.StateConnected
+		out.Servers = append(out.Servers, sv)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !out.Ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	json.NewEncoder(w).Encode(out)
+}
+
+// gate checks what every request must pass before MCP sees it: its Origin, its bearer
+// token, its size, and its session's number of requests in flight.
+type gate struct {
+	opts   HTTPOptions
+	next   http.Handler
+	tokens [][32]byte // SHA-256 of each token, compared in constant time
+
+	mu       sync.Mutex // guards inFlight
+	inFlight map[string]int
+	// ended is told of each session a client ends with DELETE.
+	ended func(id string)
+}
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
+		http.Error(w, "Forbidden: origin "+origin+" is not allowed", http.StatusForbidden)
+		return
+	}
+	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	if len(g.tokens) > 0 && !g.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="toolsift"`)
+		http.Error(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+		return
+	}
+	if r.ContentLength > g.opts.MaxBodyBytes {
+		http.Error(w, "Request body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	// A body of unstated length is cut off at the limit instead.
+	r.Body = http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes)
+	if id := r.Header.Get(server.HeaderKeySessionID); id != "" && r.Method == http.MethodPost {
+		if !g.enter(id) {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "Too many requests in flight for this session", http.StatusTooManyRequests)
+			return
+		}
+		defer g.leave(id)
+	}
+	// The client's credentials are for toolsift alone: nothing forwards request headers
+	// upstream, and they are never logged.
+	if r.Method == http.MethodDelete {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		g.next.ServeHTTP(rec, r)
+		if id := r.Header.Get(server.HeaderKeySessionID); id != "" && rec.status/100 == 2 {
+			g.ended(id)
+		}
+		return
+	}
+	g.next.ServeHTTP(w, r)
+}
+
+// statusRecorder notes the status a handler writes.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (g *gate) authorized(r *http.Request) bool {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	match := 0
+	for _, t := range g.tokens {
+		match |= subtle.ConstantTimeCompare(sum[:], t[:])
+	}
+	return match == 1
+}
+
+// originAllowed admits localhost origins and the configured ones.
+func (g *gate) originAllowed(origin string) bool {
+	for _, o := range g.opts.AllowedOrigins {
+		if strings.EqualFold(strings.TrimSuffix(o, "/"), origin) {
+			return true
+		}
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (g *gate) enter(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.inFlight[id] >= g.opts.MaxSessionRequests {
+		return false
+	}
+	g.inFlight[id]++
+	return true
+}
+
+func (g *gate) leave(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.inFlight[id]--; g.inFlight[id] <= 0 {
+		delete(g.inFlight, id)
+	}
+}

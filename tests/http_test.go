@@ -1,0 +1,347 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+var urlLog = regexp.MustCompile(`url=(http://\S+)/mcp`)
+
+// serveHTTP runs toolsift --listen on a free port and returns its base URL. When the test
+// ends it sends SIGTERM and checks that toolsift shuts down cleanly.
+func serveHTTP(t *testing.T, yaml string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--config", config(t, yaml), "--listen", "127.0.0.1:0"}, args...)...)
+	stderr := &lockedWriter{w: &bytes.Buffer{}}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logs := func() string {
+		stderr.mu.Lock()
+		defer stderr.mu.Unlock()
+		return stderr.w.(*bytes.Buffer).String()
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("toolsift exited with %v after SIGTERM\n%s", err, logs())
+			}
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("toolsift still running 15s after SIGTERM")
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := urlLog.FindStringSubmatch(logs()); m != nil {
+			return m[1]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("toolsift did not report its address:\n%s", logs())
+	return ""
+}
+
+type httpSession struct {
+	*mcpclient.Client
+	mu      sync.Mutex
+	changed int
+}
+
+func connectHTTP(t *testing.T, url string, opts ...transport.StreamableHTTPCOption) *httpSession {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url+"/mcp", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &httpSession{Client: mcpclient.NewClient(tr, mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))}
+	s.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/tools/list_changed" {
+			s.mu.Lock()
+			s.changed++
+			s.mu.Unlock()
+		}
+	})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	res, err := s.Initialize(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ProtocolVersion != mcp.LATEST_LEGACY_PROTOCOL_VERSION {
+		t.Errorf("negotiated %s, want %s", res.ProtocolVersion, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func (s *httpSession) names(t *testing.T) []string {
+	t.Helper()
+	res, err := s.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tl := range res.Tools {
+		out = append(out, tl.Name)
+	}
+	return out
+}
+
+func (s *httpSession) call(t *testing.T, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	res, err := s.CallTool(context.Background(), req)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
+
+func resultText(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestHTTPSessionsAreIsolated serves two HTTP sessions from one toolsift: each unlocks its
+// own tools and gets its own list_changed, over the POST stream alone (no GET stream).
+func TestHTTPSessionsAreIsolated(t *testing.T) {
+	url := serveHTTP(t, "mcpServers:"+githubFixture(t, ""))
+	a, b := connectHTTP(t, url), connectHTTP(t, url)
+	base := []string{"tool_search", "call_tool"}
+	res := a.call(t, "tool_search", map[string]any{"query": "create issue", "max_results": 1})
+	if res.IsError || !strings.Contains(resultText(res), "github__create_issue") {
+		t.Fatalf("search: %s", resultText(res))
+	}
+	a.mu.Lock()
+	changed := a.changed
+	a.mu.Unlock()
+	if changed == 0 {
+		t.Error("a got no list_changed over its POST stream")
+	}
+	if got := a.names(t); !slices.Equal(got, append(slices.Clone(base), "github__create_issue")) {
+		t.Errorf("a lists %q", got)
+	}
+	if got := b.names(t); !slices.Equal(got, base) {
+		t.Errorf("b sees a's unlock: %q", got)
+	}
+	res = b.call(t, "call_tool", map[string]any{"name": "github__get_issue", "arguments": map[string]any{"owner": "o", "repo": "r", "issue_number": 1}})
+	if res.IsError || !strings.Contains(resultText(res), `"tool":"get_issue"`) {
+		t.Fatalf("b call_tool: %s", resultText(res))
+	}
+	if got := a.names(t); slices.Contains(got, "github__get_issue") {
+		t.Errorf("a sees b's unlock: %q", got)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.changed != 1 {
+		t.Errorf("b got %d list_changed, want 1 (for its own call only)", b.changed)
+	}
+}
+
+func post(t *testing.T, url string, headers map[string]string, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
+
+func TestHTTPSecurityAndSessions(t *testing.T) {
+	const token = "0123456789abcdef-e2e"
+	url := serveHTTP(t, "auth: {tokens: [\""+token+"\"]}\nallowedOrigins: [\"https://app.example.com\"]\nmcpServers:"+githubFixture(t, ""))
+	auth := map[string]string{"Authorization": "Bearer " + token}
+	with := func(extra map[string]string) map[string]string {
+		m := map[string]string{"Authorization": "Bearer " + token}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	tests := []struct {
+		name    string
+		headers map[string]string
+		body    string
+		want    int
+	}{
+		{"no token", nil, initBody, http.StatusUnauthorized},
+		{"wrong token", map[string]string{"Authorization": "Bearer nope-nope-nope-nope"}, initBody, http.StatusUnauthorized},
+		{"not bearer", map[string]string{"Authorization": "Basic " + token}, initBody, http.StatusUnauthorized},
+		{"foreign origin", with(map[string]string{"Origin": "https://evil.example"}), initBody, http.StatusForbidden},
+		{"unknown session", with(map[string]string{"Mcp-Session-Id": "no-such-session"}), `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, http.StatusNotFound},
+		{"huge body", auth, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("a", 5<<20) + `"}}`, http.StatusRequestEntityTooLarge},
+		{"allowed origin", with(map[string]string{"Origin": "https://app.example.com"}), initBody, http.StatusOK},
+		{"localhost origin", with(map[string]string{"Origin": "http://localhost:3000"}), initBody, http.StatusOK},
+		{"token", auth, initBody, http.StatusOK},
+	}
+	for _, tt := range tests {
+		resp := post(t, url+"/mcp", tt.headers, tt.body)
+		if resp.StatusCode != tt.want {
+			t.Errorf("%s: status %d, want %d", tt.name, resp.StatusCode, tt.want)
+		}
+		if tt.want == http.StatusUnauthorized && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("%s: WWW-Authenticate = %q", tt.name, resp.Header.Get("WWW-Authenticate"))
+		}
+	}
+
+	// A session ended with DELETE is gone: the client must re-initialise.
+	resp := post(t, url+"/mcp", auth, initBody)
+	id := resp.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		t.Fatal("initialize returned no Mcp-Session-Id")
+	}
+	if r := post(t, url+"/mcp", with(map[string]string{"Mcp-Session-Id": id}), `{"jsonrpc":"2.0","id":2,"method":"ping"}`); r.StatusCode != http.StatusOK {
+		t.Errorf("ping in a live session: %d", r.StatusCode)
+	}
+	del, _ := http.NewRequest(http.MethodDelete, url+"/mcp", nil)
+	del.Header.Set("Authorization", "Bearer "+token)
+	del.Header.Set("Mcp-Session-Id", id)
+	if r, err := http.DefaultClient.Do(del); err != nil || r.StatusCode/100 != 2 {
+		t.Fatalf("DELETE: %v %v", r, err)
+	}
+	if r := post(t, url+"/mcp", with(map[string]string{"Mcp-Session-Id": id}), `{"jsonrpc":"2.0","id":3,"method":"ping"}`); r.StatusCode != http.StatusNotFound {
+		t.Errorf("ping after DELETE: %d, want 404", r.StatusCode)
+	}
+
+	// Health needs no token; readiness names the servers.
+	for _, path := range []string{"/healthz", "/readyz"} {
+		r, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		r.Body.Close()
+		if r.StatusCode != http.StatusOK && !(path == "/readyz" && r.StatusCode == http.StatusServiceUnavailable) {
+			t.Errorf("%s: %d", path, r.StatusCode)
+		}
+		if path == "/readyz" && !strings.Contains(func() string { b, _ := json.Marshal(body); return string(b) }(), `"name":"github"`) {
+			t.Errorf("/readyz = %v", body)
+		}
+	}
+
+	// The MCP client works with the token.
+	s := connectHTTP(t, url, transport.WithHTTPHeaders(auth))
+	if got := s.names(t); len(got) != 2 {
+		t.Errorf("authorised client lists %q", got)
+	}
+}
+
+func TestHTTPRefusesAnOpenBindWithoutAuth(t *testing.T) {
+	out, err := exec.Command(bin, "--config", config(t, "mcpServers:"+githubFixture(t, "")), "--listen", "0.0.0.0:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "refusing to listen on 0.0.0.0:0 without auth.tokens") {
+		t.Errorf("open bind without auth: err %v, output:\n%s", err, out)
+	}
+}
+
+func TestHTTPLegacySSE(t *testing.T) {
+	url := serveHTTP(t, "mcpServers:"+githubFixture(t, ""))
+	c, err := mcpclient.NewSSEMCPClient(url + "/sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	if _, err := c.Initialize(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	call := mcp.CallToolRequest{}
+	call.Params.Name = "call_tool"
+	call.Params.Arguments = map[string]any{"name": "github__echo", "arguments": map[string]any{"message": "over sse"}}
+	res, err := c.CallTool(context.Background(), call)
+	if err != nil || res.IsError || !strings.Contains(resultText(res), "over sse") {
+		t.Fatalf("call over SSE: %v %+v", err, res)
+	}
+}
+
+// TestHTTPListChangedIsNeverLost unlocks 1,000 tools one call at a time over the POST
+// stream alone (the case where mcp-go can drop a notification sent as a handler ends) and
+// counts the list_changed notifications that arrive.
+func TestHTTPListChangedIsNeverLost(t *testing.T) {
+	const n = 1000
+	var tools []map[string]any
+	for i := range n {
+		tools = append(tools, map[string]any{
+			"name": fmt.Sprintf("tool_%04d", i), "description": "A generated tool.",
+			"inputSchema": map[string]any{"type": "object"},
+		})
+	}
+	data, _ := json.Marshal(map[string]any{"tools": tools})
+	file := filepath.Join(t.TempDir(), "many.json")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := serveHTTP(t, fmt.Sprintf("mcpServers:\n  many:\n    command: %q\n    args: [--builtins=false, --catalog, %q]\n", fixtureBin, file))
+	s := connectHTTP(t, url)
+	for i := range n {
+		res := s.call(t, "call_tool", map[string]any{"name": fmt.Sprintf("many__tool_%04d", i)})
+		if res.IsError {
+			t.Fatalf("call %d: %s", i, resultText(res))
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		got := s.changed
+		s.mu.Unlock()
+		if got == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("received %d list_changed for %d unlocks", got, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := len(s.names(t)); got != n+2 {
+		t.Errorf("session lists %d tools, want %d", got, n+2)
+	}
+}
