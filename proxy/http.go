@@ -42,7 +42,7 @@ var sessionVersions = []string{
 
 // HTTPHandler serves MCP over streamable HTTP at /mcp and over the legacy SSE transport at
 // /sse and /message, liveness at /healthz and upstream readiness at /readyz. Call the
-// returned function at shutdown: it ends open streams and the idle-session sweeper.
+// returned function at shutdown: it ends open streams.
 func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, func(context.Context) error) {
 	if opts.SessionIdleTimeout == 0 {
 		opts.SessionIdleTimeout = 30 * time.Minute
@@ -70,31 +70,13 @@ func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, func(context.Conte
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 
-	g := &gate{opts: opts, next: mux, inFlight: map[string]int{}, ended: s.endSession}
+	g := &gate{opts: opts, next: mux, inFlight: map[string]int{}}
 	for _, t := range opts.Tokens {
 		g.tokens = append(g.tokens, sha256.Sum256([]byte(t)))
 	}
-	// The sweeper frees the state of sessions idle longer than the timeout; mcp-go's own
-	// sweeper ends them at the transport, so a late request gets 404 and re-initialises.
-	stop := make(chan struct{})
-	swept := make(chan struct{})
-	go func() {
-		defer close(swept)
-		tick := time.NewTicker(max(opts.SessionIdleTimeout/2, 10*time.Millisecond))
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case now := <-tick.C:
-				s.expireSessions(now.Add(-opts.SessionIdleTimeout))
-			}
-		}
-	}()
-	var once sync.Once
+	// A session ended by DELETE or by mcp-go's idle sweeper is unregistered, and the
+	// proxy's OnUnregisterSession hook frees its state.
 	shutdown := func(ctx context.Context) error {
-		once.Do(func() { close(stop) })
-		<-swept
 		err := sse.Shutdown(ctx)
 		if err2 := streamable.Shutdown(ctx); err == nil {
 			err = err2
@@ -140,8 +122,6 @@ type gate struct {
 
 	mu       sync.Mutex // guards inFlight
 	inFlight map[string]int
-	// ended is told of each session a client ends with DELETE.
-	ended func(id string)
 }
 
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -174,26 +154,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The client's credentials are for toolsift alone: nothing forwards request headers
 	// upstream, and they are never logged.
-	if r.Method == http.MethodDelete {
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		g.next.ServeHTTP(rec, r)
-		if id := r.Header.Get(server.HeaderKeySessionID); id != "" && rec.status/100 == 2 {
-			g.ended(id)
-		}
-		return
-	}
 	g.next.ServeHTTP(w, r)
-}
-
-// statusRecorder notes the status a handler writes.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	r.status = code
-	r.ResponseWriter.WriteHeader(code)
 }
 
 func (g *gate) authorized(r *http.Request) bool {

@@ -82,8 +82,6 @@ type session struct {
 	// relists is false once the client let a list_changed go unanswered, so that clients
 	// that ignore the notification are not made to wait on every search.
 	relists bool
-	// used is when the session last made a request, for idle expiry.
-	used time.Time
 }
 
 // New returns a proxy server over ups.
@@ -149,32 +147,16 @@ func (s *Server) session(id string) *session {
 		sess = &session{id: id, isOpen: map[string]bool{}, listed: make(chan struct{}), relists: true}
 		s.sessions[id] = sess
 	}
-	sess.used = time.Now()
 	return sess
 }
 
-// endSession forgets a session's state. mcp-go reports the end only of sessions that held a
-// GET stream, so the HTTP front end also calls this on DELETE and on idle expiry.
+// endSession forgets a session's state: mcp-go unregisters a session when its client sends
+// DELETE, when it idles past the timeout, or when stdio ends.
 func (s *Server) endSession(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.sessions, id)
 }
-
-// expireSessions forgets sessions idle since before cutoff, except stdio's, which lasts as
-// long as the process.
-func (s *Server) expireSessions(cutoff time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, sess := range s.sessions {
-		if id != stdioSessionID && sess.used.Before(cutoff) {
-			delete(s.sessions, id)
-		}
-	}
-}
-
-// stdioSessionID is the ID of mcp-go's single stdio session.
-const stdioSessionID = "stdio"
 
 func (s *Server) sessionFrom(ctx context.Context) *session {
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {

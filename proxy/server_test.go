@@ -289,7 +289,7 @@ func TestDiscoverRefused(t *testing.T) {
 }
 
 // TestHTTPSessionStateIsFreed ends one session with DELETE and lets another expire, and
-// checks that the proxy forgets both (mcp-go reports neither for POST-only clients).
+// checks that the proxy forgets both.
 func TestHTTPSessionStateIsFreed(t *testing.T) {
 	p := newTestProxy(t)
 	h, shutdown := p.HTTPHandler(HTTPOptions{SessionIdleTimeout: 300 * time.Millisecond})
