@@ -152,3 +152,24 @@ func TestParseHTTP(t *testing.T) {
 		t.Errorf("HTTP = %+v", h)
 	}
 }
+
+// FuzzParse feeds arbitrary text to the parser, which must never panic and must either
+// return a configuration or an error, not both.
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{
+		"mcpServers:\n  a:\n    command: x\n",
+		"{\"mcpServers\": {\"a\": {\"url\": \"http://x\"}}}",
+		"mcpServers:\n  a: &x\n    command: y\n  b: *x\n",
+		"listen: :1\nauth: {tokens: [\"${T:-0123456789abcdef}\"]}\nmcpServers: {}\n",
+		"mcpServers:\n  a:\n    command: ${X}${\n    tools: {t: {keywords: [k]}}\n",
+		"- - -", "", "\x00\xff",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		cfg, err := Parse("f.yaml", []byte(src), env(nil))
+		if (cfg == nil) == (err == nil) {
+			t.Fatalf("Parse(%q) = %v, %v", src, cfg, err)
+		}
+	})
+}
