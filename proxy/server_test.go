@@ -24,10 +24,15 @@ import (
 // fakeConn is an in-memory upstream: it lists the tools it was given and echoes calls.
 type fakeConn struct{ tools []json.RawMessage }
 
-func (f *fakeConn) ListTools(context.Context) ([]json.RawMessage, error) { return f.tools, nil }
-func (f *fakeConn) CallTool(_ context.Context, params json.RawMessage) (json.RawMessage, error) {
-	text, _ := json.Marshal(string(params))
-	return json.RawMessage(`{"content":[{"type":"text","text":` + string(text) + `}]}`), nil
+func (f *fakeConn) Request(_ context.Context, method string, params any) (json.RawMessage, error) {
+	switch method {
+	case "tools/list":
+		return json.Marshal(map[string]any{"tools": f.tools})
+	case "tools/call":
+		text, _ := json.Marshal(string(params.(json.RawMessage)))
+		return json.RawMessage(`{"content":[{"type":"text","text":` + string(text) + `}]}`), nil
+	}
+	return nil, &upstream.RPCError{Code: -32601, Message: "method not found"}
 }
 func (f *fakeConn) Close() error { return nil }
 

@@ -20,11 +20,10 @@ import (
 
 // Conn is one live connection to an upstream server. Methods may be called concurrently.
 type Conn interface {
-	// ListTools returns every tool the server lists, following pagination cursors, each
-	// exactly as the server sent it.
-	ListTools(ctx context.Context) ([]json.RawMessage, error)
-	// CallTool sends tools/call with params and returns the raw result.
-	CallTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	// Request sends one JSON-RPC request and returns the raw result. An error answer is an
+	// *RPCError; a connection that has gone away is ErrClosed. When ctx ends first, the
+	// server is told to cancel the request.
+	Request(ctx context.Context, method string, params any) (json.RawMessage, error)
 	// Close ends the connection; for a stdio server it stops the process.
 	Close() error
 }
@@ -33,6 +32,8 @@ type Conn interface {
 type Info struct {
 	// Summary is one line about the server: its instructions' first line, or its title.
 	Summary string
+	// Prompts and Resources report the server's capabilities of those names.
+	Prompts, Resources bool
 }
 
 // Notify receives the notifications a server sends: method and raw params.
@@ -103,7 +104,7 @@ func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, 
 		_ = c.Close()
 		return nil, Info{}, fmt.Errorf("initializing: %w", err)
 	}
-	return c, Info{Summary: summary(res)}, nil
+	return c, Info{Summary: summary(res), Prompts: res.Capabilities.Prompts != nil, Resources: res.Capabilities.Resources != nil}, nil
 }
 
 func summary(res *mcp.InitializeResult) string {
@@ -143,9 +144,9 @@ type conn struct {
 	closer sync.Once
 }
 
-// request sends one JSON-RPC request on the transport itself, so that results come back as
-// the raw bytes the server sent. IDs are strings, apart from the client's numeric ones.
-func (c *conn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+// Request sends the request on the transport itself, so that results come back as the raw
+// bytes the server sent. IDs are strings, apart from the client's numeric ones.
+func (c *conn) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	id := mcp.NewRequestId(fmt.Sprintf("toolsift-%d", c.nextID.Add(1)))
 	resp, err := c.tr.SendRequest(ctx, transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params,
@@ -187,8 +188,10 @@ type RPCError struct {
 
 func (e *RPCError) Error() string { return fmt.Sprintf("error %d: %s", e.Code, e.Message) }
 
-func (c *conn) ListTools(ctx context.Context) ([]json.RawMessage, error) {
-	var tools []json.RawMessage
+// listPages returns every item of a paginated list (tools/list, prompts/list, …), following
+// cursors, each exactly as the server sent it. field names the result's array.
+func listPages(ctx context.Context, c Conn, method, field string) ([]json.RawMessage, error) {
+	var items []json.RawMessage
 	seen := map[string]bool{}
 	cursor := ""
 	for {
@@ -196,31 +199,32 @@ func (c *conn) ListTools(ctx context.Context) ([]json.RawMessage, error) {
 		if cursor != "" {
 			params = map[string]string{"cursor": cursor}
 		}
-		raw, err := c.request(ctx, "tools/list", params)
+		raw, err := c.Request(ctx, method, params)
 		if err != nil {
 			return nil, err
 		}
-		var page struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor string            `json:"nextCursor"`
-		}
+		var page map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &page); err != nil {
-			return nil, fmt.Errorf("tools/list: decoding result: %w", err)
+			return nil, fmt.Errorf("%s: decoding result: %w", method, err)
 		}
-		tools = append(tools, page.Tools...)
-		if page.NextCursor == "" {
-			return tools, nil
+		var list []json.RawMessage
+		if err := json.Unmarshal(page[field], &list); len(page[field]) > 0 && err != nil {
+			return nil, fmt.Errorf("%s: decoding %s: %w", method, field, err)
 		}
-		if seen[page.NextCursor] {
-			return nil, fmt.Errorf("tools/list: cursor %q repeats", page.NextCursor)
+		items = append(items, list...)
+		var next string
+		if c := page["nextCursor"]; len(c) > 0 {
+			_ = json.Unmarshal(c, &next)
 		}
-		seen[page.NextCursor] = true
-		cursor = page.NextCursor
+		if next == "" {
+			return items, nil
+		}
+		if seen[next] {
+			return nil, fmt.Errorf("%s: cursor %q repeats", method, next)
+		}
+		seen[next] = true
+		cursor = next
 	}
-}
-
-func (c *conn) CallTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	return c.request(ctx, "tools/call", params)
 }
 
 func (c *conn) Close() error {

@@ -57,17 +57,17 @@ func TestConnListToolsFollowsCursors(t *testing.T) {
 		"p3": `{"tools":[{"name":"d"}]}`,
 	}}
 	c := &conn{tr: tr}
-	tools, err := c.ListTools(context.Background())
+	tools, err := listPages(context.Background(), c, "tools/list", "tools")
 	if err != nil || len(tools) != 4 {
 		t.Fatalf("ListTools = %d tools, %v", len(tools), err)
 	}
 	tr.pages["p3"] = `{"tools":[],"nextCursor":"p2"}` // a server whose cursors loop
-	if _, err := c.ListTools(context.Background()); err == nil || !strings.Contains(err.Error(), "repeats") {
+	if _, err := listPages(context.Background(), c, "tools/list", "tools"); err == nil || !strings.Contains(err.Error(), "repeats") {
 		t.Errorf("looping cursors: err = %v", err)
 	}
 	tr.pages[""] = `{"tools":[],"nextCursor":"gone"}`
 	var rpc *RPCError
-	if _, err := c.ListTools(context.Background()); !errors.As(err, &rpc) || rpc.Code != -32602 {
+	if _, err := listPages(context.Background(), c, "tools/list", "tools"); !errors.As(err, &rpc) || rpc.Code != -32602 {
 		t.Errorf("error answer: err = %v", err)
 	}
 }
@@ -79,7 +79,7 @@ func TestConnCancelsUpstream(t *testing.T) {
 	c := &conn{tr: tr}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := c.CallTool(ctx, json.RawMessage(`{"name":"slow"}`)); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := c.Request(ctx, "tools/call", json.RawMessage(`{"name":"slow"}`)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("CallTool = %v, want the context's error", err)
 	}
 	tr.mu.Lock()

@@ -284,7 +284,7 @@ func (p *Pool) connect(s *server) error {
 
 // list fetches and filters a server's tools.
 func (p *Pool) list(ctx context.Context, s *server, conn Conn) ([]Tool, error) {
-	raws, err := conn.ListTools(ctx)
+	raws, err := listPages(ctx, conn, "tools/list", "tools")
 	if err != nil {
 		return nil, fmt.Errorf("listing tools: %w", err)
 	}
@@ -508,7 +508,7 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 	start := time.Now()
 	callCtx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
-	res, err := conn.CallTool(callCtx, raw)
+	res, err := conn.Request(callCtx, "tools/call", json.RawMessage(raw))
 	if errors.Is(err, ErrClosed) {
 		p.signal(s, eventLost)
 	}

@@ -22,17 +22,20 @@ type fakeConn struct {
 	call   func(params json.RawMessage) (json.RawMessage, error)
 }
 
-func (f *fakeConn) ListTools(context.Context) ([]json.RawMessage, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.tools), nil
-}
-
-func (f *fakeConn) CallTool(_ context.Context, params json.RawMessage) (json.RawMessage, error) {
-	if f.call != nil {
-		return f.call(params)
+func (f *fakeConn) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	switch method {
+	case "tools/list":
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return json.Marshal(map[string]any{"tools": slices.Clone(f.tools)})
+	case "tools/call":
+		raw := params.(json.RawMessage)
+		if f.call != nil {
+			return f.call(raw)
+		}
+		return raw, nil
 	}
-	return params, nil
+	return nil, &RPCError{Code: -32601, Message: "method not found"}
 }
 
 func (f *fakeConn) Close() error {
@@ -255,7 +258,10 @@ func TestPoolCallTimeout(t *testing.T) {
 // timeoutConn honours the call's context, as the real transports do.
 type timeoutConn struct{ *fakeConn }
 
-func (c *timeoutConn) CallTool(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+func (c *timeoutConn) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if method != "tools/call" {
+		return c.fakeConn.Request(ctx, method, params)
+	}
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
