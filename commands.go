@@ -103,9 +103,13 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion()})
+	var srv *proxy.Server // set before pool.Start, so before OnChange can run
+	pool := upstream.NewPool(cfg.Servers, upstream.Options{
+		Logger: log, Version: buildVersion(),
+		OnChange: func() { srv.CatalogChanged() },
+	})
 	defer pool.Close()
-	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion()})
+	srv = proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion()})
 	pool.Start()
 	if addr := cmp.Or(*listen, cfg.HTTP.Listen); addr != "" {
 		return serveHTTP(ctx, srv, cfg.HTTP, addr, log)

@@ -28,6 +28,8 @@ type Upstreams interface {
 	WaitStarted(ctx context.Context) []string
 	Call(ctx context.Context, exposed string, args json.RawMessage, token any, progress func(json.RawMessage)) (json.RawMessage, error)
 	Denied(exposed string) (serverName string, denied bool)
+	// Request sends any other request to the named server.
+	Request(ctx context.Context, serverName, method string, params any) (json.RawMessage, error)
 }
 
 var _ Upstreams = (*upstream.Pool)(nil)
@@ -63,6 +65,9 @@ type Server struct {
 	lists   map[string]*session
 	index   *search.Index
 	indexed *upstream.Catalog // the catalog index was built from
+
+	extrasMu  sync.Mutex        // guards extrasFor, and serialises registration with mcp-go
+	extrasFor *upstream.Catalog // the catalog whose prompts and resources are registered
 }
 
 // session is one client session's view.
@@ -104,9 +109,21 @@ func New(ups Upstreams, opts Options) *Server {
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.endSession(cs.SessionID()) })
 	hooks.AddOnRequestInitialization(refuseDiscover)
 	hooks.AddAfterListTools(s.afterListTools)
+	// Prompts and resources are registered when the catalog changes; these catch a request
+	// that arrives before that news.
+	hooks.AddBeforeListPrompts(func(context.Context, any, *mcp.ListPromptsRequest) { s.syncExtras() })
+	hooks.AddBeforeGetPrompt(func(context.Context, any, *mcp.GetPromptRequest) { s.syncExtras() })
+	hooks.AddBeforeListResources(func(context.Context, any, *mcp.ListResourcesRequest) { s.syncExtras() })
+	hooks.AddBeforeListResourceTemplates(func(context.Context, any, *mcp.ListResourceTemplatesRequest) { s.syncExtras() })
+	hooks.AddBeforeReadResource(func(context.Context, any, *mcp.ReadResourceRequest) { s.syncExtras() })
 	hooks.AddBeforeCallTool(s.beforeCallTool)
 	s.mcp = server.NewMCPServer("toolsift", opts.Version,
 		server.WithToolCapabilities(true),
+		server.WithPromptCapabilities(true),
+		server.WithResourceCapabilities(false, true),
+		server.WithCompletions(),
+		server.WithPromptCompletionProvider(completer{s}),
+		server.WithResourceCompletionProvider(completer{s}),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 		server.WithInstructions("toolsift aggregates many MCP servers. Most of their tools are hidden until you "+

@@ -488,3 +488,49 @@ func TestPaginatedUpstreamIsListedWhole(t *testing.T) {
 		t.Errorf("listed %d upstream tools through pagination, want 30: %q", got, names(tools))
 	}
 }
+
+// TestPromptsResourcesAndCompletions reaches server-everything's prompts, resources, resource
+// templates and completions through toolsift.
+func TestPromptsResourcesAndCompletions(t *testing.T) {
+	c := proxy(t, fmt.Sprintf(`mcpServers:
+  everything:
+    command: %q
+    args: [stdio]
+`, npmServer(t, "mcp-server-everything")))
+	c.search("echo", 1) // waits for the server's first connection
+
+	m := c.request("prompts/list", nil)
+	if !bytes.Contains(m.Result, []byte(`"everything__args-prompt"`)) {
+		t.Fatalf("prompts/list = %s", m.Result)
+	}
+	m = c.request("prompts/get", map[string]any{"name": "everything__args-prompt", "arguments": map[string]string{"city": "Paris"}})
+	if !bytes.Contains(m.Result, []byte("Paris")) {
+		t.Errorf("prompts/get = %s", m.Result)
+	}
+	m = c.request("resources/list", nil)
+	if !bytes.Contains(m.Result, []byte(`"demo://resource/static/document/architecture.md"`)) {
+		t.Fatalf("resources/list = %.300s", m.Result)
+	}
+	m = c.request("resources/read", map[string]any{"uri": "demo://resource/static/document/architecture.md"})
+	if !bytes.Contains(m.Result, []byte(`"text":`)) {
+		t.Errorf("resources/read = %.300s", m.Result)
+	}
+	m = c.request("resources/templates/list", nil)
+	if !bytes.Contains(m.Result, []byte(`demo://resource/dynamic/text/{resourceId}`)) {
+		t.Errorf("resources/templates/list = %.300s", m.Result)
+	}
+	m = c.request("resources/read", map[string]any{"uri": "demo://resource/dynamic/text/3"})
+	if !bytes.Contains(m.Result, []byte(`"uri":"demo://resource/dynamic/text/3"`)) {
+		t.Errorf("templated resources/read = %.300s", m.Result)
+	}
+	m = c.request("completion/complete", map[string]any{
+		"ref":      map[string]any{"type": "ref/prompt", "name": "everything__completable-prompt"},
+		"argument": map[string]any{"name": "department", "value": "Eng"},
+	})
+	if !bytes.Contains(m.Result, []byte("Engineering")) {
+		t.Errorf("completion/complete = %s", m.Result)
+	}
+	if _, err := c.tryRequest("resources/read", map[string]any{"uri": "demo://nope"}, 10*time.Second); err == nil {
+		t.Error("reading an unknown resource succeeded")
+	}
+}

@@ -107,8 +107,10 @@ func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, 
 	return c, Info{Summary: summary(res), Prompts: res.Capabilities.Prompts != nil, Resources: res.Capabilities.Resources != nil}, nil
 }
 
+// summary describes a server in one line: the first line of its instructions, unless that
+// is a Markdown heading, then its title, then its name.
 func summary(res *mcp.InitializeResult) string {
-	if line, _, _ := strings.Cut(strings.TrimSpace(res.Instructions), "\n"); line != "" {
+	if line, _, _ := strings.Cut(strings.TrimSpace(res.Instructions), "\n"); line != "" && !strings.HasPrefix(line, "#") {
 		return line
 	}
 	if res.ServerInfo.Title != "" {

@@ -145,12 +145,15 @@ type server struct {
 	// events wakes the connection loop: the server changed its tools or went away.
 	events chan event
 
-	mu      sync.Mutex // guards the fields below
-	conn    Conn
-	state   State
-	lastErr error
-	summary string
-	tools   []Tool
+	mu        sync.Mutex // guards the fields below
+	conn      Conn
+	info      Info
+	state     State
+	lastErr   error
+	summary   string
+	tools     []Tool
+	prompts   []Prompt
+	resources []Resource
 }
 
 type event int
@@ -274,8 +277,10 @@ func (p *Pool) connect(s *server) error {
 		_ = conn.Close()
 		return err
 	}
+	prompts, resources := p.listExtras(ctx, s, conn, info)
 	s.mu.Lock()
-	s.conn, s.state, s.lastErr, s.summary, s.tools = conn, StateConnected, nil, info.Summary, tools
+	s.conn, s.info, s.state, s.lastErr, s.summary = conn, info, StateConnected, nil, info.Summary
+	s.tools, s.prompts, s.resources = tools, prompts, resources
 	s.mu.Unlock()
 	s.log.Info("upstream connected", "tools", len(tools), "duration_ms", time.Since(start).Milliseconds())
 	p.rebuild()
@@ -323,16 +328,17 @@ func (p *Pool) serve(s *server) error {
 				return ErrClosed
 			}
 			s.mu.Lock()
-			conn := s.conn
+			conn, info := s.conn, s.info
 			s.mu.Unlock()
 			ctx, cancel := context.WithTimeout(p.ctx, p.opts.ConnectTimeout)
 			tools, err := p.list(ctx, s, conn)
+			prompts, resources := p.listExtras(ctx, s, conn, info)
 			cancel()
 			if err != nil {
 				return err
 			}
 			s.mu.Lock()
-			s.tools = tools
+			s.tools, s.prompts, s.resources = tools, prompts, resources
 			s.mu.Unlock()
 			s.log.Info("upstream tools changed", "tools", len(tools))
 			p.rebuild()
@@ -380,7 +386,7 @@ func (p *Pool) signal(s *server, ev event) {
 // notified handles a notification from a server.
 func (p *Pool) notified(s *server, method string, params json.RawMessage) {
 	switch method {
-	case "notifications/tools/list_changed":
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
 		p.signal(s, eventRelist)
 	case "notifications/progress":
 		var prog struct {
@@ -402,12 +408,21 @@ func (p *Pool) notified(s *server, method string, params json.RawMessage) {
 // rebuild replaces the catalog from the servers' current tools and reports the change.
 func (p *Pool) rebuild() {
 	var lists [][]Tool
+	var prompts []Prompt
+	var resources []Resource
 	for _, s := range p.servers {
 		s.mu.Lock()
 		lists = append(lists, s.tools)
+		for _, pr := range s.prompts {
+			pr.Exposed = ExposedName(s.cfg.Prefix, pr.Name)
+			prompts = append(prompts, pr)
+		}
+		resources = append(resources, s.resources...)
 		s.mu.Unlock()
 	}
-	p.catalog.Store(NewCatalog(p.prefixed(lists)))
+	cat := NewCatalog(p.prefixed(lists))
+	cat.Prompts, cat.Resources = prompts, resources
+	p.catalog.Store(cat)
 	if p.opts.OnChange != nil {
 		p.opts.OnChange()
 	}
@@ -509,7 +524,7 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 	callCtx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
 	res, err := conn.Request(callCtx, "tools/call", json.RawMessage(raw))
-	if errors.Is(err, ErrClosed) {
+	if isClosed(err) {
 		p.signal(s, eventLost)
 	}
 	if ctx.Err() == nil && callCtx.Err() != nil {
@@ -523,10 +538,13 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 	return res, nil
 }
 
-// Catalog is an immutable snapshot of every upstream tool, in configuration order.
+// Catalog is an immutable snapshot of every upstream tool, prompt and resource, in
+// configuration order.
 type Catalog struct {
-	Tools  []Tool
-	byName map[string]int
+	Tools     []Tool
+	Prompts   []Prompt
+	Resources []Resource
+	byName    map[string]int
 }
 
 // NewCatalog makes a catalog of tools whose Exposed names are set, renaming any that collide.
@@ -607,3 +625,5 @@ func LoadTools(file string) ([]Tool, error) {
 	}
 	return tools, nil
 }
+
+func isClosed(err error) bool { return errors.Is(err, ErrClosed) }

@@ -1,0 +1,137 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolsift/toolsift/upstream"
+)
+
+// CatalogChanged registers the upstreams' prompts, resources and resource templates with
+// the MCP server after the catalog changed. Unlike tools, these are the same for every
+// session, so mcp-go's own registry, and its list_changed to every session, fit them.
+func (s *Server) CatalogChanged() { s.syncExtras() }
+
+func (s *Server) syncExtras() {
+	cat := s.ups.Catalog()
+	s.extrasMu.Lock()
+	defer s.extrasMu.Unlock()
+	if s.extrasFor == cat {
+		return
+	}
+	s.extrasFor = cat
+	var prompts []server.ServerPrompt
+	for _, p := range cat.Prompts {
+		var mp mcp.Prompt
+		if err := json.Unmarshal(p.Raw, &mp); err != nil {
+			s.log.Warn("upstream prompt skipped", "upstream", p.Server, "prompt", p.Name, "error", err)
+			continue
+		}
+		mp.Name = p.Exposed
+		prompts = append(prompts, server.ServerPrompt{Prompt: mp, Handler: s.getPrompt(p)})
+	}
+	var resources []server.ServerResource
+	var templates []server.ServerResourceTemplate
+	seen := map[string]string{}
+	for _, r := range cat.Resources {
+		if other, dup := seen[r.URI]; dup {
+			s.log.Warn("upstream resource hidden: another server has its URI", "upstream", r.Server, "uri", r.URI, "other", other)
+			continue
+		}
+		seen[r.URI] = r.Server
+		if r.Template {
+			var t mcp.ResourceTemplate
+			if err := json.Unmarshal(r.Raw, &t); err != nil {
+				s.log.Warn("upstream resource template skipped", "upstream", r.Server, "uri", r.URI, "error", err)
+				continue
+			}
+			templates = append(templates, server.ServerResourceTemplate{Template: t, Handler: server.ResourceTemplateHandlerFunc(s.readResource(r.Server))})
+			continue
+		}
+		var res mcp.Resource
+		if err := json.Unmarshal(r.Raw, &res); err != nil {
+			s.log.Warn("upstream resource skipped", "upstream", r.Server, "uri", r.URI, "error", err)
+			continue
+		}
+		resources = append(resources, server.ServerResource{Resource: res, Handler: s.readResource(r.Server)})
+	}
+	s.mcp.SetPrompts(prompts...)
+	s.mcp.SetResources(resources...)
+	s.mcp.SetResourceTemplates(templates...)
+}
+
+// getPrompt forwards prompts/get to the prompt's server under its own name.
+func (s *Server) getPrompt(p upstream.Prompt) server.PromptHandlerFunc {
+	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		params := map[string]any{"name": p.Name}
+		if req.Params.Arguments != nil {
+			params["arguments"] = req.Params.Arguments
+		}
+		raw, err := s.ups.Request(ctx, p.Server, "prompts/get", params)
+		if err != nil {
+			return nil, err
+		}
+		return mcp.ParseGetPromptResult(&raw)
+	}
+}
+
+// readResource forwards resources/read to the server that listed the resource or template.
+func (s *Server) readResource(serverName string) server.ResourceHandlerFunc {
+	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		raw, err := s.ups.Request(ctx, serverName, "resources/read", map[string]any{"uri": req.Params.URI})
+		if err != nil {
+			return nil, err
+		}
+		res, err := mcp.ParseReadResourceResult(&raw)
+		if err != nil {
+			return nil, fmt.Errorf("upstream %q: resources/read: %w", serverName, err)
+		}
+		return res.Contents, nil
+	}
+}
+
+// completer forwards completion/complete to the server of the prompt or template.
+type completer struct{ s *Server }
+
+func (c completer) CompletePromptArgument(ctx context.Context, name string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
+	for _, p := range c.s.ups.Catalog().Prompts {
+		if p.Exposed == name {
+			return c.complete(ctx, p.Server, map[string]any{"type": "ref/prompt", "name": p.Name}, arg, cctx)
+		}
+	}
+	return &mcp.Completion{Values: []string{}}, nil
+}
+
+func (c completer) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
+	for _, r := range c.s.ups.Catalog().Resources {
+		if r.URI == uri {
+			return c.complete(ctx, r.Server, map[string]any{"type": "ref/resource", "uri": uri}, arg, cctx)
+		}
+	}
+	return &mcp.Completion{Values: []string{}}, nil
+}
+
+func (c completer) complete(ctx context.Context, serverName string, ref map[string]any, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
+	params := map[string]any{"ref": ref, "argument": arg}
+	if len(cctx.Arguments) > 0 {
+		params["context"] = cctx
+	}
+	raw, err := c.s.ups.Request(ctx, serverName, "completion/complete", params)
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Completion mcp.Completion `json:"completion"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("upstream %q: completion/complete: %w", serverName, err)
+	}
+	if res.Completion.Values == nil {
+		res.Completion.Values = []string{}
+	}
+	return &res.Completion, nil
+}
