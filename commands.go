@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/proxy"
@@ -103,10 +106,13 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	var srv *proxy.Server // set before pool.Start, so before OnChange can run
+	// The proxy needs the pool and the pool reports to the proxy: srv is set before
+	// pool.Start, so before the pool can call it.
+	var srv *proxy.Server
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{
 		Logger: log, Version: buildVersion(),
 		OnChange: func() { srv.CatalogChanged() },
+		Client:   lateClient{&srv},
 	})
 	defer pool.Close()
 	srv = proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion()})
@@ -194,3 +200,16 @@ func buildVersion() string {
 	}
 	return "dev"
 }
+
+// lateClient hands servers' requests to the proxy server, which is made after the pool.
+type lateClient struct{ srv **proxy.Server }
+
+func (c lateClient) CreateMessage(caller context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return (*c.srv).CreateMessage(caller, req)
+}
+
+func (c lateClient) Elicit(caller context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return (*c.srv).Elicit(caller, req)
+}
+
+func (c lateClient) Log(caller context.Context, params json.RawMessage) { (*c.srv).Log(caller, params) }

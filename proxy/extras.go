@@ -135,3 +135,30 @@ func (c completer) complete(ctx context.Context, serverName string, ref map[stri
 	}
 	return &res.Completion, nil
 }
+
+// CreateMessage asks the client of the caller's session to sample its LLM, for an upstream
+// server serving that caller (upstream.Client).
+func (s *Server) CreateMessage(caller context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return s.mcp.RequestSampling(caller, req)
+}
+
+// Elicit asks the user of the caller's session for input, for an upstream server serving
+// that caller (upstream.Client).
+func (s *Server) Elicit(caller context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return s.mcp.RequestElicitation(caller, req)
+}
+
+// Log passes an upstream server's log message to the caller's session, subject to the level
+// that session set (upstream.Client).
+func (s *Server) Log(caller context.Context, params json.RawMessage) {
+	var n mcp.LoggingMessageNotification
+	if err := json.Unmarshal(params, &n.Params); err != nil {
+		return
+	}
+	n.Method = string(mcp.MethodNotificationMessage)
+	if s.mcp.SendLogMessageToClient(caller, n) == nil {
+		countForward(caller)
+	}
+}
+
+var _ upstream.Client = (*Server)(nil)

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolsift/toolsift/search"
 	"github.com/toolsift/toolsift/upstream"
@@ -144,17 +146,22 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
 	}
+	ctx, forwarded := withForwardCount(ctx)
 	progress := func(params json.RawMessage) {
 		var m map[string]any
 		if json.Unmarshal(params, &m) != nil {
 			return
 		}
+		forwarded.Add(1)
 		// Through the calling request's session, so that progress reaches the caller on
 		// every transport.
 		_ = s.mcp.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), m)
 	}
 	start := time.Now()
 	raw, err := s.ups.Call(ctx, t.Exposed, args.Arguments, token, progress)
+	if forwarded.Load() > 0 {
+		flushNotifications(ctx)
+	}
 	log := s.log.With("session", sess.id, "tool", t.Exposed, "upstream", t.Server, "duration_ms", time.Since(start).Milliseconds())
 	if err != nil {
 		log.Warn("tool call failed", "error", err)
@@ -200,4 +207,38 @@ func schemaOrEmpty(s json.RawMessage) json.RawMessage {
 		return json.RawMessage(`{"type":"object"}`)
 	}
 	return s
+}
+
+// flushNotifications waits, briefly, until the session has taken every notification queued
+// during a call (progress, upstream log messages). Over streamable HTTP a forwarder moves them
+// onto the request's stream, and one it holds when the handler returns is dropped (a race in
+// mcp-go); the last message of a call is sent just before its result, so it would be lost
+// most often.
+func flushNotifications(ctx context.Context) {
+	cs := server.ClientSessionFromContext(ctx)
+	if cs == nil {
+		return
+	}
+	ch := cs.NotificationChannel()
+	deadline := time.Now().Add(100 * time.Millisecond)
+	for len(ch) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	// The forwarder writes what it took under a lock; give it the moment it needs.
+	time.Sleep(time.Millisecond)
+}
+
+type forwardCountKey struct{}
+
+// withForwardCount gives a call a counter of the notifications forwarded to its caller.
+func withForwardCount(ctx context.Context) (context.Context, *atomic.Int32) {
+	n := new(atomic.Int32)
+	return context.WithValue(ctx, forwardCountKey{}, n), n
+}
+
+// countForward notes a notification forwarded to the caller of ctx.
+func countForward(ctx context.Context) {
+	if n, ok := ctx.Value(forwardCountKey{}).(*atomic.Int32); ok {
+		n.Add(1)
+	}
 }

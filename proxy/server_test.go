@@ -52,7 +52,7 @@ func newTestProxy(t *testing.T) *Server {
 		"chat": {tools: []json.RawMessage{tool("send_message", "Send a chat message"), tool("list_channels", "List channels")}},
 	}
 	pool := upstream.NewPool(servers, upstream.Options{
-		Dial: func(_ context.Context, srv config.Server, _ *upstream.Tail, _ upstream.Notify) (upstream.Conn, upstream.Info, error) {
+		Dial: func(_ context.Context, srv config.Server, _ *upstream.Tail, _ upstream.Notify, _ upstream.Peer) (upstream.Conn, upstream.Info, error) {
 			return conns[srv.Name], upstream.Info{Summary: srv.Name + " server"}, nil
 		},
 	})

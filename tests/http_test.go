@@ -345,3 +345,93 @@ func TestHTTPListChangedIsNeverLost(t *testing.T) {
 		t.Errorf("session lists %d tools, want %d", got, n+2)
 	}
 }
+
+// TestHTTPForwardsLogsSamplingAndElicitation runs the conformance fixture's tools that log,
+// sample and elicit through toolsift over HTTP: the upstream's requests and messages reach
+// the session whose call caused them.
+func TestHTTPForwardsLogsSamplingAndElicitation(t *testing.T) {
+	url := serveHTTP(t, fmt.Sprintf("mcpServers:\n  c:\n    command: %q\n    args: [--builtins=false, --conformance]\n    prefix: \"\"\n    alwaysLoad: true\n", fixtureBin))
+	tr, err := transport.NewStreamableHTTP(url+"/mcp", transport.WithContinuousListening())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var logs []string
+	c := mcpclient.NewClient(tr,
+		mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION),
+		mcpclient.WithSamplingHandler(sampler{}),
+		mcpclient.WithElicitationHandler(elicitor{}))
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/message" {
+			mu.Lock()
+			logs = append(logs, fmt.Sprint(n.Params.AdditionalFields["data"]))
+			mu.Unlock()
+		}
+	})
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}); err != nil {
+		t.Fatal(err)
+	}
+	call := func(name string, args map[string]any) string {
+		r := mcp.CallToolRequest{}
+		r.Params.Name, r.Params.Arguments = name, args
+		res, err := c.CallTool(ctx, r)
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", name, err, res)
+		}
+		return resultText(res)
+	}
+	call("test_tool_with_logging", map[string]any{})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(logs)
+		mu.Unlock()
+		if n >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	if len(logs) != 3 || logs[0] != "Tool execution started" {
+		t.Errorf("log messages = %q", logs)
+	}
+	mu.Unlock()
+	if got := call("test_sampling", map[string]any{"prompt": "hi"}); got != "LLM response: sampled: hi" {
+		t.Errorf("sampling through the proxy = %q", got)
+	}
+	if got := call("test_elicitation", map[string]any{"message": "who?"}); !strings.Contains(got, "action=accept") || !strings.Contains(got, "ada") {
+		t.Errorf("elicitation through the proxy = %q", got)
+	}
+}
+
+type sampler struct{}
+
+func (sampler) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	prompt := ""
+	if tc, ok := req.Messages[0].Content.(mcp.TextContent); ok {
+		prompt = tc.Text
+	}
+	return &mcp.CreateMessageResult{
+		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("sampled: " + prompt)},
+		Model:           "test", StopReason: "endTurn",
+	}, nil
+}
+
+type elicitor struct{}
+
+func (elicitor) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
+		Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"username": "ada", "email": "ada@example.com"},
+	}}, nil
+}

@@ -32,8 +32,8 @@ type Conn interface {
 type Info struct {
 	// Summary is one line about the server: its instructions' first line, or its title.
 	Summary string
-	// Prompts and Resources report the server's capabilities of those names.
-	Prompts, Resources bool
+	// Prompts, Resources and Logging report the server's capabilities of those names.
+	Prompts, Resources, Logging bool
 }
 
 // Notify receives the notifications a server sends: method and raw params.
@@ -44,17 +44,24 @@ var ErrClosed = errors.New("connection closed")
 
 // DialFunc connects to srv and completes the MCP handshake. stderr receives a stdio server's
 // standard error; notify receives the server's notifications.
-type DialFunc func(ctx context.Context, srv config.Server, stderr *Tail, notify Notify) (Conn, Info, error)
+// peer, if not nil, answers the server's sampling and elicitation requests.
+type DialFunc func(ctx context.Context, srv config.Server, stderr *Tail, notify Notify, peer Peer) (Conn, Info, error)
+
+// Peer answers the requests a server makes of its client.
+type Peer interface {
+	client.SamplingHandler
+	client.ElicitationHandler
+}
 
 // Dialer returns the DialFunc for real servers, which introduces itself as toolsift of the
 // given version.
 func Dialer(version string) DialFunc {
-	return func(ctx context.Context, srv config.Server, stderr *Tail, notify Notify) (Conn, Info, error) {
-		return dial(ctx, srv, version, stderr, notify)
+	return func(ctx context.Context, srv config.Server, stderr *Tail, notify Notify, peer Peer) (Conn, Info, error) {
+		return dial(ctx, srv, version, stderr, notify, peer)
 	}
 }
 
-func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, notify Notify) (Conn, Info, error) {
+func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, notify Notify, peer Peer) (Conn, Info, error) {
 	var tr transport.Interface
 	switch srv.Type {
 	case config.TypeStdio:
@@ -76,10 +83,12 @@ func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, 
 	default:
 		return nil, Info{}, fmt.Errorf("unknown server type %q", srv.Type)
 	}
-	c := &conn{
-		client: client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION)),
-		tr:     tr,
+	opts := []client.ClientOption{client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION)}
+	if peer != nil {
+		// Setting the handlers also advertises the sampling and elicitation capabilities.
+		opts = append(opts, client.WithSamplingHandler(peer), client.WithElicitationHandler(peer))
 	}
+	c := &conn{client: client.NewClient(tr, opts...), tr: tr}
 	// The transport keeps this context for the life of the connection (a stdio server's
 	// requests, an SSE stream), so it is not the dial's deadline.
 	if err := c.client.Start(context.WithoutCancel(ctx)); err != nil {
@@ -104,7 +113,8 @@ func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, 
 		_ = c.Close()
 		return nil, Info{}, fmt.Errorf("initializing: %w", err)
 	}
-	return c, Info{Summary: summary(res), Prompts: res.Capabilities.Prompts != nil, Resources: res.Capabilities.Resources != nil}, nil
+	caps := res.Capabilities
+	return c, Info{Summary: summary(res), Prompts: caps.Prompts != nil, Resources: caps.Resources != nil, Logging: caps.Logging != nil}, nil
 }
 
 // summary describes a server in one line: the first line of its instructions, unless that

@@ -78,6 +78,7 @@ func (p *Pool) Request(ctx context.Context, serverName, method string, params an
 	if conn == nil {
 		return nil, fmt.Errorf("upstream %q is not connected", serverName)
 	}
+	defer s.track(ctx)()
 	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
 	res, err := conn.Request(ctx, method, params)

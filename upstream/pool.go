@@ -116,6 +116,9 @@ type Options struct {
 	// CallTimeout bounds one tool call; 0 means 120s. A server that stops answering must
 	// become an error result, not a call that hangs.
 	CallTimeout time.Duration
+	// Client answers servers' sampling and elicitation requests and takes their log
+	// messages; nil means servers are told the client cannot sample or elicit.
+	Client Client
 }
 
 // Pool holds one connection per enabled server and the catalog of their tools.
@@ -145,7 +148,8 @@ type server struct {
 	// events wakes the connection loop: the server changed its tools or went away.
 	events chan event
 
-	mu        sync.Mutex // guards the fields below
+	mu        sync.Mutex        // guards the fields below
+	callers   []context.Context // requests in flight, oldest first
 	conn      Conn
 	info      Info
 	state     State
@@ -266,9 +270,13 @@ func (p *Pool) connect(s *server) error {
 	defer cancel()
 	start := time.Now()
 	s.stderr.Reset()
+	var peer Peer
+	if p.opts.Client != nil {
+		peer = serverClient{p, s}
+	}
 	conn, info, err := p.opts.Dial(ctx, s.cfg, s.stderr, func(method string, params json.RawMessage) {
 		p.notified(s, method, params)
-	})
+	}, peer)
 	if err != nil {
 		return fmt.Errorf("connecting: %w", err)
 	}
@@ -278,6 +286,13 @@ func (p *Pool) connect(s *server) error {
 		return err
 	}
 	prompts, resources := p.listExtras(ctx, s, conn, info)
+	if info.Logging && p.opts.Client != nil {
+		// Ask for every message: each client session gets those at or above the level it
+		// set, and a server's default would hide them from all.
+		if _, err := conn.Request(ctx, "logging/setLevel", map[string]string{"level": "debug"}); err != nil {
+			s.log.Debug("upstream logging level not set", "error", err)
+		}
+	}
 	s.mu.Lock()
 	s.conn, s.info, s.state, s.lastErr, s.summary = conn, info, StateConnected, nil, info.Summary
 	s.tools, s.prompts, s.resources = tools, prompts, resources
@@ -388,6 +403,10 @@ func (p *Pool) notified(s *server, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
 		p.signal(s, eventRelist)
+	case "notifications/message":
+		if caller := s.caller(); caller != nil && p.opts.Client != nil {
+			p.opts.Client.Log(caller, params)
+		}
 	case "notifications/progress":
 		var prog struct {
 			Token any `json:"progressToken"`
@@ -521,6 +540,7 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 	}
 	raw, _ := json.Marshal(params)
 	start := time.Now()
+	defer s.track(ctx)()
 	callCtx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
 	res, err := conn.Request(callCtx, "tools/call", json.RawMessage(raw))

@@ -71,7 +71,7 @@ func TestPoolRetriesAndRelists(t *testing.T) {
 	}, Options{
 		RetryMin: time.Millisecond, RetryMax: 2 * time.Millisecond,
 		OnChange: func() { changes.Add(1) },
-		Dial: func(_ context.Context, srv config.Server, stderr *Tail, n Notify) (Conn, Info, error) {
+		Dial: func(_ context.Context, srv config.Server, stderr *Tail, n Notify, _ Peer) (Conn, Info, error) {
 			if attempts.Add(1) < 3 {
 				fmt.Fprintf(stderr, "attempt failed\n")
 				return nil, Info{}, errors.New("not yet")
@@ -152,7 +152,7 @@ func TestPoolCall(t *testing.T) {
 	var dials atomic.Int32
 	pool := NewPool([]config.Server{{Name: "s", Prefix: "p"}}, Options{
 		RetryMin: time.Millisecond,
-		Dial: func(_ context.Context, _ config.Server, _ *Tail, n Notify) (Conn, Info, error) {
+		Dial: func(_ context.Context, _ config.Server, _ *Tail, n Notify, _ Peer) (Conn, Info, error) {
 			dials.Add(1)
 			notify.Store(n)
 			return conn, Info{}, nil
@@ -242,7 +242,7 @@ func TestPoolCallTimeout(t *testing.T) {
 	conn := &fakeConn{tools: []json.RawMessage{rawTool("hang")}}
 	pool := NewPool([]config.Server{{Name: "s", Prefix: "s"}}, Options{
 		CallTimeout: 20 * time.Millisecond,
-		Dial: func(context.Context, config.Server, *Tail, Notify) (Conn, Info, error) {
+		Dial: func(context.Context, config.Server, *Tail, Notify, Peer) (Conn, Info, error) {
 			return &timeoutConn{fakeConn: conn}, Info{}, nil
 		},
 	})
