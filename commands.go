@@ -212,4 +212,8 @@ func (c lateClient) Elicit(caller context.Context, req mcp.ElicitationRequest) (
 	return (*c.srv).Elicit(caller, req)
 }
 
+func (c lateClient) ListRoots(caller context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	return (*c.srv).ListRoots(caller, req)
+}
+
 func (c lateClient) Log(caller context.Context, params json.RawMessage) { (*c.srv).Log(caller, params) }

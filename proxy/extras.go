@@ -148,6 +148,12 @@ func (s *Server) Elicit(caller context.Context, req mcp.ElicitationRequest) (*mc
 	return s.mcp.RequestElicitation(caller, req)
 }
 
+// ListRoots asks the client of the caller's session for its roots, for an upstream server
+// serving that caller (upstream.Client).
+func (s *Server) ListRoots(caller context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	return s.mcp.RequestRoots(caller, req)
+}
+
 // Log passes an upstream server's log message to the caller's session, subject to the level
 // that session set (upstream.Client).
 func (s *Server) Log(caller context.Context, params json.RawMessage) {

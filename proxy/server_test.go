@@ -329,3 +329,39 @@ func TestHTTPSessionStateIsFreed(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestGateLimitsRequestsPerSession(t *testing.T) {
+	g := &gate{opts: HTTPOptions{MaxSessionRequests: 2}, inFlight: map[string]int{}}
+	if !g.enter("a") || !g.enter("a") {
+		t.Fatal("first two requests refused")
+	}
+	if g.enter("a") {
+		t.Error("third request in flight admitted")
+	}
+	if !g.enter("b") {
+		t.Error("another session's request refused")
+	}
+	g.leave("a")
+	if !g.enter("a") {
+		t.Error("request after one finished refused")
+	}
+	g.leave("a")
+	g.leave("a")
+	g.leave("b")
+	if len(g.inFlight) != 0 {
+		t.Errorf("inFlight not emptied: %v", g.inFlight)
+	}
+}
+
+func TestGateOrigins(t *testing.T) {
+	g := &gate{opts: HTTPOptions{AllowedOrigins: []string{"https://app.example.com/"}}}
+	for origin, want := range map[string]bool{
+		"http://localhost:3000": true, "http://127.0.0.1": true, "http://[::1]:8080": true,
+		"https://app.example.com": true, "https://APP.example.com": true,
+		"https://evil.example": false, "http://localhost.evil.example": false, "null": false, "::": false,
+	} {
+		if got := g.originAllowed(origin); got != want {
+			t.Errorf("originAllowed(%q) = %v, want %v", origin, got, want)
+		}
+	}
+}

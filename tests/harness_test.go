@@ -199,7 +199,7 @@ func (c *client) read(r io.Reader) {
 func (c *client) answer(m message) {
 	result := `{}`
 	if m.Method == "roots/list" {
-		result = `{"roots":[]}`
+		result = `{"roots":[{"uri":"file:///toolsift-e2e-root","name":"e2e"}]}`
 	}
 	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result))
 }
@@ -253,7 +253,7 @@ func (c *client) initialize() {
 	c.t.Helper()
 	c.request("initialize", map[string]any{
 		"protocolVersion": "2025-11-25",
-		"capabilities":    map[string]any{},
+		"capabilities":    map[string]any{"roots": map[string]any{}},
 		"clientInfo":      map[string]any{"name": "toolsift-e2e", "version": "1"},
 	})
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)

@@ -533,4 +533,10 @@ func TestPromptsResourcesAndCompletions(t *testing.T) {
 	if _, err := c.tryRequest("resources/read", map[string]any{"uri": "demo://nope"}, 10*time.Second); err == nil {
 		t.Error("reading an unknown resource succeeded")
 	}
+	// server-everything's get-roots-list asks its client for roots: toolsift asks this
+	// session, whose call it is serving.
+	res, _ := c.call("call_tool", map[string]any{"name": "everything__get-roots-list"})
+	if res.IsError || !strings.Contains(res.Text(), "file:///toolsift-e2e-root") {
+		t.Errorf("roots through the proxy: %s", res.Text())
+	}
 }

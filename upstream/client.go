@@ -8,12 +8,13 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// Client answers what a server asks of its client, sampling and elicitation, and receives
+// Client answers what a server asks of its client (sampling, elicitation, roots) and receives
 // its log messages, on behalf of the caller whose request the server is serving. The caller's
 // context is the one given to Call or Request.
 type Client interface {
 	CreateMessage(caller context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
 	Elicit(caller context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
+	ListRoots(caller context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error)
 	Log(caller context.Context, params json.RawMessage)
 }
 
@@ -41,6 +42,14 @@ func (c serverClient) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mc
 		return nil, errNoCaller
 	}
 	return c.p.opts.Client.Elicit(caller, req)
+}
+
+func (c serverClient) ListRoots(_ context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	caller := c.s.caller()
+	if caller == nil {
+		return nil, errNoCaller
+	}
+	return c.p.opts.Client.ListRoots(caller, req)
 }
 
 // caller returns the context of the newest request in flight to s, or nil. A server's

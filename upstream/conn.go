@@ -51,6 +51,7 @@ type DialFunc func(ctx context.Context, srv config.Server, stderr *Tail, notify 
 type Peer interface {
 	client.SamplingHandler
 	client.ElicitationHandler
+	client.RootsHandler
 }
 
 // Dialer returns the DialFunc for real servers, which introduces itself as toolsift of the
@@ -85,8 +86,9 @@ func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, 
 	}
 	opts := []client.ClientOption{client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION)}
 	if peer != nil {
-		// Setting the handlers also advertises the sampling and elicitation capabilities.
-		opts = append(opts, client.WithSamplingHandler(peer), client.WithElicitationHandler(peer))
+		// Setting the handlers also advertises the sampling, elicitation and roots
+		// capabilities.
+		opts = append(opts, client.WithSamplingHandler(peer), client.WithElicitationHandler(peer), client.WithRootsHandler(peer))
 	}
 	c := &conn{client: client.NewClient(tr, opts...), tr: tr}
 	// The transport keeps this context for the life of the connection (a stdio server's
