@@ -216,4 +216,6 @@ func (c lateClient) ListRoots(caller context.Context, req mcp.ListRootsRequest) 
 	return (*c.srv).ListRoots(caller, req)
 }
 
+func (c lateClient) ResourceUpdated(params json.RawMessage) { (*c.srv).ResourceUpdated(params) }
+
 func (c lateClient) Log(caller context.Context, params json.RawMessage) { (*c.srv).Log(caller, params) }

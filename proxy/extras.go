@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -168,3 +170,110 @@ func (s *Server) Log(caller context.Context, params json.RawMessage) {
 }
 
 var _ upstream.Client = (*Server)(nil)
+
+// subscribe records sess's subscription to uri and subscribes upstream on the first one.
+func (s *Server) subscribe(ctx context.Context, sess *session, uri string) {
+	sess.mu.Lock()
+	already := sess.subs[uri]
+	sess.subs[uri] = true
+	sess.mu.Unlock()
+	if already {
+		return
+	}
+	s.mu.Lock()
+	s.subscribers[uri]++
+	first := s.subscribers[uri] == 1
+	s.mu.Unlock()
+	if first {
+		s.forwardSubscription(ctx, "resources/subscribe", uri)
+	}
+}
+
+// unsubscribe drops sess's subscription to uri and unsubscribes upstream after the last.
+func (s *Server) unsubscribe(ctx context.Context, sess *session, uri string) {
+	sess.mu.Lock()
+	had := sess.subs[uri]
+	delete(sess.subs, uri)
+	sess.mu.Unlock()
+	if !had {
+		return
+	}
+	s.mu.Lock()
+	s.subscribers[uri]--
+	last := s.subscribers[uri] <= 0
+	if last {
+		delete(s.subscribers, uri)
+	}
+	s.mu.Unlock()
+	if last {
+		s.forwardSubscription(ctx, "resources/unsubscribe", uri)
+	}
+}
+
+// forwardSubscription sends a subscribe or unsubscribe to the server that owns uri, directly
+// or through one of its templates.
+func (s *Server) forwardSubscription(ctx context.Context, method, uri string) {
+	owner := ""
+	for _, r := range s.ups.Catalog().Resources {
+		if r.URI == uri || r.Template && matchesTemplate(r.URI, uri) {
+			owner = r.Server
+			break
+		}
+	}
+	if owner == "" {
+		s.log.Warn("resource subscription not forwarded: no server lists it", "uri", uri)
+		return
+	}
+	if _, err := s.ups.Request(context.WithoutCancel(ctx), owner, method, map[string]string{"uri": uri}); err != nil {
+		s.log.Warn("resource subscription not forwarded", "upstream", owner, "method", method, "uri", uri, "error", err)
+	}
+}
+
+// matchesTemplate reports whether uri fits an RFC 6570 level-1 template: literal text must
+// match, and each {variable} stands for one or more characters other than "/".
+func matchesTemplate(template, uri string) bool {
+	var b strings.Builder
+	b.WriteString("^")
+	for {
+		open := strings.IndexByte(template, '{')
+		if open < 0 {
+			b.WriteString(regexp.QuoteMeta(template))
+			break
+		}
+		end := strings.IndexByte(template[open:], '}')
+		if end < 0 {
+			return false
+		}
+		b.WriteString(regexp.QuoteMeta(template[:open]))
+		b.WriteString(`[^/]+`)
+		template = template[open+end+1:]
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	return err == nil && re.MatchString(uri)
+}
+
+// ResourceUpdated passes an upstream's notifications/resources/updated to every session
+// subscribed to the resource (upstream.Client).
+func (s *Server) ResourceUpdated(params json.RawMessage) {
+	var p map[string]any
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	uri, _ := p["uri"].(string)
+	s.mu.Lock()
+	var ids []string
+	for id, sess := range s.sessions {
+		sess.mu.Lock()
+		if sess.subs[uri] {
+			ids = append(ids, id)
+		}
+		sess.mu.Unlock()
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		if err := s.mcp.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated), p); err != nil {
+			s.log.Debug("resource update not delivered", "session", id, "uri", uri, "error", err)
+		}
+	}
+}

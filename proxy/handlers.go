@@ -220,13 +220,18 @@ func flushNotifications(ctx context.Context) {
 		return
 	}
 	ch := cs.NotificationChannel()
-	deadline := time.Now().Add(100 * time.Millisecond)
+	deadline := time.Now().Add(200 * time.Millisecond)
 	for len(ch) > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Microsecond)
 	}
-	// The forwarder writes what it took under a lock; give it the moment it needs.
-	time.Sleep(time.Millisecond)
+	// The forwarder writes what it took under a lock, and may wait to be scheduled: give it
+	// time to. Only calls that forwarded notifications pay this.
+	time.Sleep(forwardGrace)
 }
+
+// forwardGrace is how long a call that forwarded notifications waits, once they are all
+// taken, before returning its result.
+const forwardGrace = 20 * time.Millisecond
 
 type forwardCountKey struct{}
 

@@ -58,8 +58,11 @@ type Server struct {
 	ups  Upstreams
 	mcp  *server.MCPServer
 
-	mu       sync.Mutex // guards sessions, lists, index and indexed
+	mu       sync.Mutex // guards sessions, lists, subscribers, index and indexed
 	sessions map[string]*session
+	// subscribers counts the sessions subscribed to each resource URI; the upstream is
+	// subscribed while the count is above zero.
+	subscribers map[string]int
 	// lists maps the JSON id of a tools/list request whose response is still being written
 	// to the session that sent it (watched sessions only).
 	lists   map[string]*session
@@ -87,6 +90,8 @@ type session struct {
 	// relists is false once the client let a list_changed go unanswered, so that clients
 	// that ignore the notification are not made to wait on every search.
 	relists bool
+	// subs holds the resource URIs the session subscribed to.
+	subs map[string]bool
 }
 
 // New returns a proxy server over ups.
@@ -103,7 +108,7 @@ func New(ups Upstreams, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, log: opts.Logger, ups: ups, sessions: map[string]*session{}, lists: map[string]*session{}}
+	s := &Server{opts: opts, log: opts.Logger, ups: ups, sessions: map[string]*session{}, lists: map[string]*session{}, subscribers: map[string]int{}}
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.session(cs.SessionID()) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.endSession(cs.SessionID()) })
@@ -116,6 +121,12 @@ func New(ups Upstreams, opts Options) *Server {
 	hooks.AddBeforeListResources(func(context.Context, any, *mcp.ListResourcesRequest) { s.syncExtras() })
 	hooks.AddBeforeListResourceTemplates(func(context.Context, any, *mcp.ListResourceTemplatesRequest) { s.syncExtras() })
 	hooks.AddBeforeReadResource(func(context.Context, any, *mcp.ReadResourceRequest) { s.syncExtras() })
+	hooks.AddBeforeSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest) {
+		s.subscribe(ctx, s.sessionFrom(ctx), req.Params.URI)
+	})
+	hooks.AddBeforeUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest) {
+		s.unsubscribe(ctx, s.sessionFrom(ctx), req.Params.URI)
+	})
 	hooks.AddBeforeCallTool(s.beforeCallTool)
 	s.mcp = server.NewMCPServer("toolsift", opts.Version,
 		server.WithToolCapabilities(true),
@@ -162,7 +173,7 @@ func (s *Server) session(id string) *session {
 	defer s.mu.Unlock()
 	sess, ok := s.sessions[id]
 	if !ok {
-		sess = &session{id: id, isOpen: map[string]bool{}, listed: make(chan struct{}), relists: true}
+		sess = &session{id: id, isOpen: map[string]bool{}, listed: make(chan struct{}), relists: true, subs: map[string]bool{}}
 		s.sessions[id] = sess
 	}
 	return sess
@@ -172,8 +183,21 @@ func (s *Server) session(id string) *session {
 // DELETE, when it idles past the timeout, or when stdio ends.
 func (s *Server) endSession(id string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	sess := s.sessions[id]
 	delete(s.sessions, id)
+	s.mu.Unlock()
+	if sess == nil {
+		return
+	}
+	sess.mu.Lock()
+	uris := make([]string, 0, len(sess.subs))
+	for uri := range sess.subs {
+		uris = append(uris, uri)
+	}
+	sess.mu.Unlock()
+	for _, uri := range uris {
+		s.unsubscribe(context.Background(), sess, uri)
+	}
 }
 
 func (s *Server) sessionFrom(ctx context.Context) *session {

@@ -365,3 +365,26 @@ func TestGateOrigins(t *testing.T) {
 		}
 	}
 }
+
+func TestMatchesTemplate(t *testing.T) {
+	tests := []struct {
+		template, uri string
+		want          bool
+	}{
+		{"test://template/{id}/data", "test://template/123/data", true},
+		{"test://template/{id}/data", "test://template//data", false},
+		{"test://template/{id}/data", "test://template/1/2/data", false},
+		{"demo://resource/dynamic/text/{resourceId}", "demo://resource/dynamic/text/3", true},
+		{"demo://x/{a}-{b}", "demo://x/1-2", true},
+		{"file:///{path}", "file:///etc", true},
+		{"a.b/{x}", "aXb/1", false}, // the dot is literal
+		{"broken/{x", "broken/1", false},
+		{"no/vars", "no/vars", true},
+		{"no/vars", "no/varsX", false},
+	}
+	for _, tt := range tests {
+		if got := matchesTemplate(tt.template, tt.uri); got != tt.want {
+			t.Errorf("matchesTemplate(%q, %q) = %v, want %v", tt.template, tt.uri, got, tt.want)
+		}
+	}
+}

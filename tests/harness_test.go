@@ -201,7 +201,8 @@ func (c *client) answer(m message) {
 	if m.Method == "roots/list" {
 		result = `{"roots":[{"uri":"file:///toolsift-e2e-root","name":"e2e"}]}`
 	}
-	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result))
+	// The server may ask after the test closed its input; that is no failure of the test.
+	io.WriteString(c.stdin, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, result))
 }
 
 func (c *client) send(line string) {
@@ -251,9 +252,15 @@ func (c *client) tryRequest(method string, params any, timeout time.Duration) (m
 
 func (c *client) initialize() {
 	c.t.Helper()
+	c.initializeWith(map[string]any{})
+}
+
+// initializeWith initializes declaring the given client capabilities.
+func (c *client) initializeWith(caps map[string]any) {
+	c.t.Helper()
 	c.request("initialize", map[string]any{
 		"protocolVersion": "2025-11-25",
-		"capabilities":    map[string]any{"roots": map[string]any{}},
+		"capabilities":    caps,
 		"clientInfo":      map[string]any{"name": "toolsift-e2e", "version": "1"},
 	})
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)

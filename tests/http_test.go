@@ -29,7 +29,7 @@ var urlLog = regexp.MustCompile(`url=(http://\S+)/mcp`)
 // ends it sends SIGTERM and checks that toolsift shuts down cleanly.
 func serveHTTP(t *testing.T, yaml string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"--config", config(t, yaml), "--listen", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"--config", config(t, yaml), "--listen", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
 	stderr := &lockedWriter{w: &bytes.Buffer{}}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -41,6 +41,9 @@ func serveHTTP(t *testing.T, yaml string, args ...string) string {
 		return stderr.w.(*bytes.Buffer).String()
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("toolsift stderr:\n%s", logs())
+		}
 		cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()

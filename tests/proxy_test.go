@@ -492,12 +492,14 @@ func TestPaginatedUpstreamIsListedWhole(t *testing.T) {
 // TestPromptsResourcesAndCompletions reaches server-everything's prompts, resources, resource
 // templates and completions through toolsift.
 func TestPromptsResourcesAndCompletions(t *testing.T) {
-	c := proxy(t, fmt.Sprintf(`mcpServers:
+	c := start(t, bin, "--config", config(t, fmt.Sprintf(`mcpServers:
   everything:
     command: %q
     args: [stdio]
-`, npmServer(t, "mcp-server-everything")))
-	c.search("echo", 1) // waits for the server's first connection
+`, npmServer(t, "mcp-server-everything"))))
+	t.Cleanup(func() { c.checkStdout() })
+	c.initializeWith(map[string]any{"roots": map[string]any{}}) // so that roots can be asked of it
+	c.search("echo", 1)                                         // waits for the server's first connection
 
 	m := c.request("prompts/list", nil)
 	if !bytes.Contains(m.Result, []byte(`"everything__args-prompt"`)) {

@@ -16,6 +16,9 @@ type Client interface {
 	Elicit(caller context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
 	ListRoots(caller context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error)
 	Log(caller context.Context, params json.RawMessage)
+	// ResourceUpdated reports a server's notifications/resources/updated, which belongs to
+	// whoever subscribed to the resource rather than to a caller.
+	ResourceUpdated(params json.RawMessage)
 }
 
 // errNoCaller answers a server that asks its client something while no call is in flight:

@@ -403,6 +403,10 @@ func (p *Pool) notified(s *server, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
 		p.signal(s, eventRelist)
+	case "notifications/resources/updated":
+		if p.opts.Client != nil {
+			p.opts.Client.ResourceUpdated(params)
+		}
 	case "notifications/message":
 		if caller := s.caller(); caller != nil && p.opts.Client != nil {
 			p.opts.Client.Log(caller, params)
