@@ -541,4 +541,17 @@ func TestPromptsResourcesAndCompletions(t *testing.T) {
 	if res.IsError || !strings.Contains(res.Text(), "file:///toolsift-e2e-root") {
 		t.Errorf("roots through the proxy: %s", res.Text())
 	}
+	// A subscription is forwarded upstream, and the server's updates come back to the
+	// subscriber (server-everything sends one on subscribing and every 5 s once toggled).
+	const watched = "demo://resource/static/document/architecture.md"
+	c.request("resources/subscribe", map[string]any{"uri": watched})
+	c.call("everything__toggle-subscriber-updates", map[string]any{})
+	if !c.waitNotification("notifications/resources/updated", 2, 15*time.Second) {
+		t.Fatalf("got %d resources/updated, want 2", c.notifications("notifications/resources/updated"))
+	}
+	for _, n := range c.received("notifications/resources/updated") {
+		if !bytes.Contains(n.Params, []byte(watched)) {
+			t.Errorf("update for another resource: %s", n.Params)
+		}
+	}
 }
