@@ -113,6 +113,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		Logger: log, Version: buildVersion(),
 		OnChange: func() { srv.CatalogChanged() },
 		Client:   lateClient{&srv},
+		CacheDir: cacheDir(),
 	})
 	defer pool.Close()
 	srv = proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion()})
@@ -189,6 +190,16 @@ func findConfig(named string) (string, error) {
 	}
 	return "", fmt.Errorf("no configuration: looked for %s; pass --config FILE, or start from config.example.yaml: cp config.example.yaml toolsift.yaml",
 		strings.Join(candidates, " and "))
+}
+
+// cacheDir is where server catalogs are cached: $XDG_CACHE_HOME/toolsift, or the
+// platform's user cache directory; empty (no cache) if there is none.
+func cacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "toolsift")
 }
 
 func buildVersion() string {

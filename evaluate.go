@@ -60,6 +60,7 @@ func (c *catalogFlags) index(ctx context.Context, stderr io.Writer) (*search.Ind
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// No cache here: search and eval measure what the servers list now.
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion()})
 	defer pool.Close()
 	pool.Start()

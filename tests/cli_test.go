@@ -14,6 +14,7 @@ import (
 func runCLI(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Env = isolatedEnv(t)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -50,6 +50,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// isolatedEnv is the environment for a process under test: its own cache directory, so
+// that no test sees another's cached catalogs.
+func isolatedEnv(t *testing.T) []string {
+	return append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+}
+
 // npmServer returns the path of a pinned npm server's executable, failing the test (not
 // skipping it) when `npm ci` has not been run in tests/.
 func npmServer(t *testing.T, name string) string {
@@ -106,7 +112,14 @@ type client struct {
 // when the test ends.
 func start(t *testing.T, name string, args ...string) *client {
 	t.Helper()
+	return startWith(t, isolatedEnv(t), name, args...)
+}
+
+// startWith is start with the given environment.
+func startWith(t *testing.T, env []string, name string, args ...string) *client {
+	t.Helper()
 	cmd := exec.Command(name, args...)
+	cmd.Env = env
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ func serveHTTP(t *testing.T, yaml string, args ...string) string {
 	cmd := exec.Command(bin, append([]string{"--config", config(t, yaml), "--listen", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
 	stderr := &lockedWriter{w: &bytes.Buffer{}}
 	cmd.Stderr = stderr
+	cmd.Env = isolatedEnv(t)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

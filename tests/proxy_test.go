@@ -555,3 +555,42 @@ func TestPromptsResourcesAndCompletions(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogCacheAnswersAtOnce restarts toolsift in front of a server that takes 3 s to
+// start: the second run lists and searches its tools at once, from the cache the first run
+// wrote, and a call waits for the server instead of failing.
+func TestCatalogCacheAnswersAtOnce(t *testing.T) {
+	env := append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	cfg := config(t, fmt.Sprintf(`mcpServers:
+  github:
+    command: %q
+    args: ["--catalog", %q, "--start-delay", "3s"]
+    alwaysLoad: [search_issues]
+`, fixtureBin, catalog(t, "github")))
+
+	first := startWith(t, env, bin, "--config", cfg)
+	first.initialize()
+	if sr := first.search("create issue", 1); len(sr.Matches) != 1 {
+		t.Fatalf("first run: %+v", sr)
+	}
+	first.stdin.Close()
+	<-first.done
+
+	second := startWith(t, env, bin, "--config", cfg)
+	t.Cleanup(func() { second.checkStdout() })
+	second.initialize()
+	if got := names(second.listTools()); !slices.Contains(got, "github__search_issues") {
+		t.Errorf("second run's first tools/list = %q, want the cached always-load tool", got)
+	}
+	sr := second.search("create issue", 1)
+	if len(sr.Matches) != 1 || sr.Matches[0].Name != "github__create_issue" {
+		t.Fatalf("second run's search = %+v", sr)
+	}
+	if !slices.Contains(sr.Unavailable, "github (starting)") {
+		t.Errorf("unavailable = %q: the search did not come from the cache while github started", sr.Unavailable)
+	}
+	res, _ := second.call("github__create_issue", map[string]any{"owner": "o", "repo": "r", "title": "t"})
+	if res.IsError {
+		t.Errorf("call while the server was starting: %s", res.Text())
+	}
+}

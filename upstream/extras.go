@@ -72,11 +72,9 @@ func (p *Pool) Request(ctx context.Context, serverName, method string, params an
 	if !ok {
 		return nil, fmt.Errorf("no server %q", serverName)
 	}
-	s.mu.Lock()
-	conn := s.conn
-	s.mu.Unlock()
+	conn, lastErr := s.awaitConn(ctx, p.opts.CallTimeout)
 	if conn == nil {
-		return nil, fmt.Errorf("upstream %q is not connected", serverName)
+		return nil, fmt.Errorf("upstream %q is not connected: %v", serverName, lastErr)
 	}
 	defer s.track(ctx)()
 	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)

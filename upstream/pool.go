@@ -96,6 +96,8 @@ type Status struct {
 	Summary string
 	// Err is the last connection error, if any.
 	Err error
+	// Cached is when the server's cached catalog was saved; zero if there is none.
+	Cached time.Time
 }
 
 // Options configures a Pool. The zero value of each field means its documented default.
@@ -119,6 +121,9 @@ type Options struct {
 	// Client answers servers' sampling and elicitation requests and takes their log
 	// messages; nil means servers are told the client cannot sample or elicit.
 	Client Client
+	// CacheDir keeps each server's last catalog, so that a restart serves it at once while
+	// the server starts; empty means no cache.
+	CacheDir string
 }
 
 // Pool holds one connection per enabled server and the catalog of their tools.
@@ -143,8 +148,10 @@ type server struct {
 	cfg    config.Server
 	log    *slog.Logger
 	stderr *Tail
-	// attempted is closed when the first connection attempt has ended either way.
-	attempted chan struct{}
+	// attempted is closed when the first connection attempt has ended either way, or at
+	// once when the cache has the server's catalog.
+	attempted     chan struct{}
+	attemptedOnce sync.Once
 	// events wakes the connection loop: the server changed its tools or went away.
 	events chan event
 
@@ -158,6 +165,9 @@ type server struct {
 	tools     []Tool
 	prompts   []Prompt
 	resources []Resource
+	cached    time.Time // when the cache entry in use was written; zero without one
+	// up is closed, and replaced, whenever the server connects.
+	up chan struct{}
 }
 
 type event int
@@ -196,15 +206,18 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 			attempted: make(chan struct{}),
 			events:    make(chan event, 1),
 			state:     StateStarting,
+			up:        make(chan struct{}),
 		}
 		if cfg.Disabled {
 			s.state = StateDisabled
-			close(s.attempted)
+			s.attemptedOnce.Do(func() { close(s.attempted) })
+		} else if opts.CacheDir != "" {
+			p.loadCached(s)
 		}
 		p.servers = append(p.servers, s)
 		p.byName[cfg.Name] = s
 	}
-	p.catalog.Store(NewCatalog(nil))
+	p.catalog.Store(p.buildCatalog())
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p
 }
@@ -240,7 +253,7 @@ func (p *Pool) run(s *server) {
 	for {
 		err := p.connect(s)
 		if first {
-			close(s.attempted)
+			s.attemptedOnce.Do(func() { close(s.attempted) })
 			first = false
 		}
 		if err == nil {
@@ -280,12 +293,13 @@ func (p *Pool) connect(s *server) error {
 	if err != nil {
 		return fmt.Errorf("connecting: %w", err)
 	}
-	tools, err := p.list(ctx, s, conn)
+	tools, raws, err := p.list(ctx, s, conn)
 	if err != nil {
 		_ = conn.Close()
 		return err
 	}
 	prompts, resources := p.listExtras(ctx, s, conn, info)
+	p.save(s, info, raws, prompts, resources)
 	if info.Logging && p.opts.Client != nil {
 		// Ask for every message: each client session gets those at or above the level it
 		// set, and a server's default would hide them from all.
@@ -295,6 +309,8 @@ func (p *Pool) connect(s *server) error {
 	}
 	s.mu.Lock()
 	s.conn, s.info, s.state, s.lastErr, s.summary = conn, info, StateConnected, nil, info.Summary
+	close(s.up)
+	s.up = make(chan struct{})
 	s.tools, s.prompts, s.resources = tools, prompts, resources
 	s.mu.Unlock()
 	s.log.Info("upstream connected", "tools", len(tools), "duration_ms", time.Since(start).Milliseconds())
@@ -303,11 +319,16 @@ func (p *Pool) connect(s *server) error {
 }
 
 // list fetches and filters a server's tools.
-func (p *Pool) list(ctx context.Context, s *server, conn Conn) ([]Tool, error) {
+func (p *Pool) list(ctx context.Context, s *server, conn Conn) ([]Tool, []json.RawMessage, error) {
 	raws, err := listPages(ctx, conn, "tools/list", "tools")
 	if err != nil {
-		return nil, fmt.Errorf("listing tools: %w", err)
+		return nil, nil, fmt.Errorf("listing tools: %w", err)
 	}
+	return s.toolsFrom(raws), raws, nil
+}
+
+// toolsFrom turns a server's raw tools into catalog tools, applying its configuration.
+func (s *server) toolsFrom(raws []json.RawMessage) []Tool {
 	tools := make([]Tool, 0, len(raws))
 	for _, raw := range raws {
 		t, err := ParseTool(raw)
@@ -328,7 +349,7 @@ func (p *Pool) list(ctx context.Context, s *server, conn Conn) ([]Tool, error) {
 		}
 		tools = append(tools, t)
 	}
-	return tools, nil
+	return tools
 }
 
 // serve waits while the connection is healthy, re-listing when the server says its tools
@@ -346,12 +367,13 @@ func (p *Pool) serve(s *server) error {
 			conn, info := s.conn, s.info
 			s.mu.Unlock()
 			ctx, cancel := context.WithTimeout(p.ctx, p.opts.ConnectTimeout)
-			tools, err := p.list(ctx, s, conn)
+			tools, raws, err := p.list(ctx, s, conn)
 			prompts, resources := p.listExtras(ctx, s, conn, info)
 			cancel()
 			if err != nil {
 				return err
 			}
+			p.save(s, info, raws, prompts, resources)
 			s.mu.Lock()
 			s.tools, s.prompts, s.resources = tools, prompts, resources
 			s.mu.Unlock()
@@ -430,6 +452,14 @@ func (p *Pool) notified(s *server, method string, params json.RawMessage) {
 
 // rebuild replaces the catalog from the servers' current tools and reports the change.
 func (p *Pool) rebuild() {
+	p.catalog.Store(p.buildCatalog())
+	if p.opts.OnChange != nil {
+		p.opts.OnChange()
+	}
+}
+
+// buildCatalog makes a catalog of the servers' current tools, prompts and resources.
+func (p *Pool) buildCatalog() *Catalog {
 	var lists [][]Tool
 	var prompts []Prompt
 	var resources []Resource
@@ -445,10 +475,48 @@ func (p *Pool) rebuild() {
 	}
 	cat := NewCatalog(p.prefixed(lists))
 	cat.Prompts, cat.Resources = prompts, resources
-	p.catalog.Store(cat)
-	if p.opts.OnChange != nil {
-		p.opts.OnChange()
+	return cat
+}
+
+// loadCached fills a server's catalog from the cache, if it has the server's current launch
+// configuration, and lets searches go ahead without waiting for the server.
+func (p *Pool) loadCached(s *server) {
+	e, err := loadCache(p.opts.CacheDir, s.cfg)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			s.log.Warn("catalog cache unreadable", "error", err)
+		}
+		return
 	}
+	s.tools, s.info, s.summary, s.resources, s.cached = s.toolsFrom(e.Tools), e.Info, e.Info.Summary, e.Resources, e.Saved
+	for _, raw := range e.Prompts {
+		var pr struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &pr) == nil && pr.Name != "" {
+			s.prompts = append(s.prompts, Prompt{Server: s.cfg.Name, Name: pr.Name, Raw: raw})
+		}
+	}
+	s.attemptedOnce.Do(func() { close(s.attempted) })
+	s.log.Debug("catalog from cache", "tools", len(s.tools), "saved", e.Saved)
+}
+
+// save replaces a server's cache entry with what it just listed.
+func (p *Pool) save(s *server, info Info, tools []json.RawMessage, prompts []Prompt, resources []Resource) {
+	if p.opts.CacheDir == "" {
+		return
+	}
+	e := &cacheEntry{Server: s.cfg.Name, Saved: time.Now().UTC(), Info: info, Tools: tools, Resources: resources}
+	for _, pr := range prompts {
+		e.Prompts = append(e.Prompts, pr.Raw)
+	}
+	if err := saveCache(p.opts.CacheDir, s.cfg, e); err != nil {
+		s.log.Warn("catalog cache not written", "error", err)
+		return
+	}
+	s.mu.Lock()
+	s.cached = e.Saved
+	s.mu.Unlock()
 }
 
 // prefixed flattens per-server tool lists, setting exposed names.
@@ -472,7 +540,7 @@ func (p *Pool) Statuses() []Status {
 	out := make([]Status, 0, len(p.servers))
 	for _, s := range p.servers {
 		s.mu.Lock()
-		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.tools), Summary: s.summary, Err: s.lastErr}
+		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.tools), Summary: s.summary, Err: s.lastErr, Cached: s.cached}
 		if s.cfg.Description != "" {
 			st.Summary = s.cfg.Description
 		}
@@ -511,9 +579,7 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 		return nil, fmt.Errorf("no tool %q", exposed)
 	}
 	s := p.byName[t.Server]
-	s.mu.Lock()
-	conn, lastErr := s.conn, s.lastErr
-	s.mu.Unlock()
+	conn, lastErr := s.awaitConn(ctx, p.opts.CallTimeout)
 	if conn == nil {
 		if lastErr != nil {
 			return nil, fmt.Errorf("upstream %q is not connected: %w", t.Server, lastErr)
@@ -651,3 +717,25 @@ func LoadTools(file string) ([]Tool, error) {
 }
 
 func isClosed(err error) bool { return errors.Is(err, ErrClosed) }
+
+// awaitConn returns the server's connection. While the server is still on its first
+// connection attempt (its tools known from the cache), it waits for it, up to timeout.
+func (s *server) awaitConn(ctx context.Context, timeout time.Duration) (Conn, error) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		conn, state, lastErr, up := s.conn, s.state, s.lastErr, s.up
+		s.mu.Unlock()
+		if conn != nil || state != StateStarting {
+			return conn, lastErr
+		}
+		select {
+		case <-up:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			return nil, fmt.Errorf("still starting after %v", timeout)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/toolsift/toolsift/config"
+)
+
+// TestCacheServesARestartAtOnce runs a pool that caches a server's catalog, then a second
+// one whose server is slow to start: it has the catalog at once, and a call waits for the
+// server instead of failing.
+func TestCacheServesARestartAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	srv := config.Server{Name: "s", Prefix: "s", Command: "x", Args: []string{"--a"}}
+	conn := &fakeConn{tools: []json.RawMessage{rawTool("a"), rawTool("b")}}
+	dialNow := func(context.Context, config.Server, *Tail, Notify, Peer) (Conn, Info, error) {
+		return conn, Info{Summary: "fake"}, nil
+	}
+	first := NewPool([]config.Server{srv}, Options{CacheDir: dir, Dial: dialNow})
+	first.Start()
+	waitFor(t, "first connection", func() bool { return len(first.Catalog().Tools) == 2 })
+	first.Close()
+	if files, _ := filepath.Glob(filepath.Join(dir, "s-*.json")); len(files) != 1 {
+		t.Fatalf("cache files = %v", files)
+	}
+
+	release := make(chan struct{})
+	dialSlow := func(ctx context.Context, _ config.Server, _ *Tail, _ Notify, _ Peer) (Conn, Info, error) {
+		select {
+		case <-release:
+			return conn, Info{Summary: "fake"}, nil
+		case <-ctx.Done():
+			return nil, Info{}, ctx.Err()
+		}
+	}
+	second := NewPool([]config.Server{srv}, Options{CacheDir: dir, Dial: dialSlow})
+	defer second.Close()
+	second.Start()
+	if got := len(second.Catalog().Tools); got != 2 {
+		t.Fatalf("catalog from cache has %d tools, want 2", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if pending := second.WaitStarted(ctx); len(pending) != 0 {
+		t.Errorf("a cached server is waited for: %v", pending)
+	}
+	st := second.Statuses()[0]
+	if st.State != StateStarting || st.Cached.IsZero() || st.Summary != "fake" {
+		t.Errorf("status = %+v, want starting, with a cache age and summary", st)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := second.Call(context.Background(), "s__a", nil, nil, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("call returned before the server was up: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Errorf("call after the server came up: %v", err)
+	}
+
+	// Another launch configuration does not use this entry.
+	other := srv
+	other.Args = []string{"--b"}
+	third := NewPool([]config.Server{other}, Options{CacheDir: dir, Dial: dialSlow})
+	defer third.Close()
+	if got := len(third.Catalog().Tools); got != 0 {
+		t.Errorf("a changed configuration got %d cached tools", got)
+	}
+}
+
+func TestCacheIgnoresBrokenEntries(t *testing.T) {
+	dir := t.TempDir()
+	srv := config.Server{Name: "s/x", Prefix: "s", Command: "x"}
+	if err := os.WriteFile(cachePath(dir, srv), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := NewPool([]config.Server{srv}, Options{CacheDir: dir, Dial: func(ctx context.Context, _ config.Server, _ *Tail, _ Notify, _ Peer) (Conn, Info, error) {
+		<-ctx.Done()
+		return nil, Info{}, ctx.Err()
+	}})
+	defer p.Close()
+	if got := len(p.Catalog().Tools); got != 0 {
+		t.Errorf("broken entry gave %d tools", got)
+	}
+	if base := filepath.Base(cachePath(dir, srv)); base[:2] != "s_" {
+		t.Errorf("cache file name %q keeps an unsafe character", base)
+	}
+}
