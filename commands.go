@@ -37,6 +37,7 @@ Usage:
                                                           print the ranked tools for a query
   toolsift eval --cases FILE [--config FILE | --tools FILE...] [--k 1,3,5] [--json] [--min 1=0.7,5=0.9]
                                                           measure recall@k and MRR of labelled queries
+  toolsift status [--config FILE] [--wait 30s]            each server's state, tools, cache age, last error
   toolsift version                                        print the version
 
 --tools reads a tools/list JSON file; its base name is the server's name.
@@ -67,6 +68,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return searchCmd(ctx, args, stdout, stderr)
 	case "eval":
 		return evalCmd(ctx, args, stdout, stderr)
+	case "status":
+		return statusCmd(ctx, args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "toolsift", buildVersion())
 		return nil

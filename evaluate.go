@@ -242,3 +242,48 @@ func printJSON(w io.Writer, rep search.Report) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }
+
+// statusCmd starts the configured servers, waits for their first connection attempts, and
+// prints each one's state, tool count, cache age and last error: toolsift status --config F.
+func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config", "", "configuration file")
+	wait := fs.Duration("wait", 30*time.Second, "how long to wait for servers to start")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	file, err := findConfig(*configFile)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(file, nil)
+	if err != nil {
+		return err
+	}
+	// The cache is read for its age, but every server is started for real.
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir()})
+	defer pool.Close()
+	cached := map[string]time.Time{}
+	for _, st := range pool.Statuses() {
+		cached[st.Name] = st.Cached
+	}
+	pool.Start()
+	wctx, cancel := context.WithTimeout(ctx, *wait)
+	defer cancel()
+	pool.WaitConnected(wctx)
+	fmt.Fprintf(stdout, "%-20s %-10s %6s  %-12s %s\n", "SERVER", "STATE", "TOOLS", "CACHE AGE", "LAST ERROR")
+	for _, st := range pool.Statuses() {
+		age := "none"
+		if !cached[st.Name].IsZero() {
+			age = time.Since(cached[st.Name]).Round(time.Second).String()
+		}
+		errText := ""
+		if st.Err != nil {
+			errText = st.Err.Error()
+		}
+		fmt.Fprintf(stdout, "%-20s %-10s %6d  %-12s %s\n", st.Name, st.State, st.Tools, age, errText)
+	}
+	return nil
+}

@@ -77,6 +77,8 @@ type Server struct {
 	Disabled bool
 	// Tools holds per-tool overrides, by the tool's upstream name.
 	Tools map[string]ToolOverride
+	// CallTimeout bounds one call to the server; zero means the default, 120s.
+	CallTimeout time.Duration
 }
 
 // ToolOverride fixes how one upstream tool is found and described, without forking the
@@ -280,8 +282,10 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 			s.Disabled = p.bool(v, at)
 		case "tools":
 			s.Tools = p.toolOverrides(v, at)
+		case "callTimeout":
+			s.CallTimeout = p.duration(v, at)
 		default:
-			p.errorf(v, at, "unknown key (known: type, command, args, env, cwd, url, headers, prefix, description, alwaysLoad, allow, deny, disabled, tools)")
+			p.errorf(v, at, "unknown key (known: type, command, args, env, cwd, url, headers, prefix, description, alwaysLoad, allow, deny, disabled, tools, callTimeout)")
 		}
 	})
 	switch {

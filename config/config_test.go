@@ -23,6 +23,7 @@ mcpServers:
     headers: { Authorization: "Bearer ${JIRA_TOKEN}" }
     deny: ["delete_*"]
     prefix: j
+    callTimeout: 30s
     tools:
       create_issue: { keywords: [bug, ticket], description: "File a Jira ticket" }
   all:
@@ -52,7 +53,7 @@ mcpServers:
 	if !gh.AlwaysLoaded("create_issue") || gh.AlwaysLoaded("list_issues") {
 		t.Errorf("github alwaysLoad = %v", gh.AlwaysLoad)
 	}
-	if jira.Headers["Authorization"] != "Bearer jt" || jira.Prefix != "j" {
+	if jira.Headers["Authorization"] != "Bearer jt" || jira.Prefix != "j" || jira.CallTimeout.Seconds() != 30 {
 		t.Errorf("jira = %+v", jira)
 	}
 	if o := jira.Tools["create_issue"]; o.Description != "File a Jira ticket" || len(o.Keywords) != 2 {

@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -13,10 +15,63 @@ import (
 	"github.com/toolsift/toolsift/upstream"
 )
 
-// CatalogChanged registers the upstreams' prompts, resources and resource templates with
-// the MCP server after the catalog changed. Unlike tools, these are the same for every
-// session, so mcp-go's own registry, and its list_changed to every session, fit them.
-func (s *Server) CatalogChanged() { s.syncExtras() }
+// CatalogChanged is called after the upstream catalog changed. It registers the upstreams'
+// prompts, resources and resource templates with the MCP server (they are the same for every
+// session, so mcp-go's own registry, and its list_changed to every session, fit them), and
+// tells the sessions whose tool list changed.
+func (s *Server) CatalogChanged() {
+	s.syncExtras()
+	s.announceChanges()
+}
+
+// announceChanges sends list_changed to each session whose tools/list is no longer what it
+// was: an always-load tool or tool_search's directory of servers changed (every session), or
+// a tool the session unlocked changed or vanished. Other sessions are not disturbed.
+func (s *Server) announceChanges() {
+	cat := s.ups.Catalog()
+	directory := searchToolDef(s.ups.Statuses()).Description
+	s.mu.Lock()
+	prev, prevDir := s.shown, s.shownDirectory
+	s.shown, s.shownDirectory = cat, directory
+	sessions := make([]*session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		sessions = append(sessions, sess)
+	}
+	s.mu.Unlock()
+	changed := func(name string) bool {
+		a, okA := prev.Lookup(name)
+		b, okB := cat.Lookup(name)
+		return okA != okB || okA && !sameTool(a, b)
+	}
+	everyone := directory != prevDir
+	for _, t := range append(slices.Clone(prev.Tools), cat.Tools...) {
+		if t.AlwaysLoad && changed(t.Exposed) {
+			everyone = true
+			break
+		}
+	}
+	for _, sess := range sessions {
+		notify := everyone
+		if !notify {
+			sess.mu.Lock()
+			notify = slices.ContainsFunc(sess.unlocked, changed)
+			sess.mu.Unlock()
+		}
+		if notify && sess.id != "" {
+			if err := s.mcp.SendNotificationToSpecificClient(sess.id, string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
+				s.log.Debug("list_changed not sent", "session", sess.id, "error", err)
+			}
+		}
+	}
+}
+
+// sameTool reports whether two versions of a tool would be listed the same.
+func sameTool(a, b upstream.Tool) bool {
+	return a.Title == b.Title && a.Description == b.Description && a.AlwaysLoad == b.AlwaysLoad &&
+		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
+		bytes.Equal(a.Annotations, b.Annotations) && bytes.Equal(a.Meta, b.Meta) &&
+		bytes.Equal(a.Icons, b.Icons) && bytes.Equal(a.Execution, b.Execution)
+}
 
 func (s *Server) syncExtras() {
 	cat := s.ups.Catalog()

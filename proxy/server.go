@@ -63,9 +63,13 @@ type Server struct {
 	// subscribers counts the sessions subscribed to each resource URI; the upstream is
 	// subscribed while the count is above zero.
 	subscribers map[string]int
+	// shown and shownDirectory are the catalog and server directory that sessions were
+	// last told about, to tell which sessions a change concerns.
+	shown          *upstream.Catalog
+	shownDirectory string
 	// lists maps the JSON id of a tools/list request whose response is still being written
 	// to the session that sent it (watched sessions only).
-	lists   map[string]*session
+	lists   map[string]pendingList
 	index   *search.Index
 	indexed *upstream.Catalog // the catalog index was built from
 
@@ -82,9 +86,13 @@ type session struct {
 	// tools/list stays stable for prompt caches.
 	unlocked []string
 	isOpen   map[string]bool
-	// listed is closed, and replaced, whenever the session has listed tools: when the
-	// response has been written, for a watched session; otherwise when it has been built.
+	// listed is closed, and replaced, whenever the session has listed tools that include
+	// every unlock so far: when the response has been written, for a watched session;
+	// otherwise when it has been built.
 	listed chan struct{}
+	// version counts the session's unlocks; a list built before the latest does not count
+	// as the re-list a waiting tool_search wants.
+	version int
 	// watched is set for sessions whose transport reports written responses (stdio).
 	watched bool
 	// relists is false once the client let a list_changed go unanswered, so that clients
@@ -108,7 +116,8 @@ func New(ups Upstreams, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, log: opts.Logger, ups: ups, sessions: map[string]*session{}, lists: map[string]*session{}, subscribers: map[string]int{}}
+	s := &Server{opts: opts, log: opts.Logger, ups: ups, sessions: map[string]*session{}, lists: map[string]pendingList{}, subscribers: map[string]int{},
+		shown: ups.Catalog(), shownDirectory: searchToolDef(ups.Statuses()).Description}
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.session(cs.SessionID()) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.endSession(cs.SessionID()) })
@@ -252,26 +261,36 @@ func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsReq
 			}
 		}
 	}
-	watched := sess.watched
+	watched, version := sess.watched, sess.version
 	sess.mu.Unlock()
 	result.Tools = tools
 	if !watched {
-		sess.markListed()
+		sess.markListed(version)
 		return
 	}
 	key, _ := json.Marshal(id)
 	s.mu.Lock()
-	s.lists[string(key)] = sess
+	s.lists[string(key)] = pendingList{sess, version}
 	s.mu.Unlock()
 }
 
-// markListed wakes whoever waits for the session to re-list.
-func (sess *session) markListed() {
+// pendingList is a tools/list response being written: whose, and with which unlocks.
+type pendingList struct {
+	sess    *session
+	version int
+}
+
+// markListed wakes whoever waits for the session to re-list, if the list, built at version,
+// has every unlock so far.
+func (sess *session) markListed(version int) {
 	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	sess.relists = true
+	if version < sess.version {
+		return
+	}
 	close(sess.listed)
 	sess.listed = make(chan struct{})
-	sess.relists = true
-	sess.mu.Unlock()
 }
 
 // responseWatcher passes a transport's output through and reports each tools/list response
@@ -291,11 +310,11 @@ func (rw *responseWatcher) Write(p []byte) (int, error) {
 		}
 		if json.Unmarshal(p, &m) == nil && len(m.ID) > 0 {
 			rw.s.mu.Lock()
-			sess := rw.s.lists[string(m.ID)]
+			pl, ok := rw.s.lists[string(m.ID)]
 			delete(rw.s.lists, string(m.ID))
 			rw.s.mu.Unlock()
-			if sess != nil {
-				sess.markListed()
+			if ok {
+				pl.sess.markListed(pl.version)
 			}
 		}
 	}
@@ -333,6 +352,9 @@ func (s *Server) unlock(sess *session, cat *upstream.Catalog, names []string) []
 		sess.isOpen[n] = true
 		sess.unlocked = append(sess.unlocked, n)
 		added = append(added, n)
+	}
+	if len(added) > 0 {
+		sess.version++
 	}
 	return added
 }

@@ -388,3 +388,60 @@ func TestMatchesTemplate(t *testing.T) {
 		}
 	}
 }
+
+// TestChangedToolsNotifyOnlyTheirSessions changes one upstream tool: the session that
+// unlocked it is told its list changed; a session that did not is left alone.
+func TestChangedToolsNotifyOnlyTheirSessions(t *testing.T) {
+	gh := &fakeConn{tools: []json.RawMessage{tool("create_issue", "Create an issue"), tool("list_issues", "List issues")}}
+	var mu sync.Mutex
+	var notify upstream.Notify
+	var p *Server
+	pool := upstream.NewPool([]config.Server{{Name: "gh", Prefix: "gh", Type: config.TypeStdio, Command: "x"}}, upstream.Options{
+		OnChange: func() { p.CatalogChanged() },
+		Dial: func(_ context.Context, _ config.Server, _ *upstream.Tail, n upstream.Notify, _ upstream.Peer) (upstream.Conn, upstream.Info, error) {
+			mu.Lock()
+			notify = n
+			mu.Unlock()
+			return gh, upstream.Info{}, nil
+		},
+	})
+	p = New(pool, Options{ListWait: 50 * time.Millisecond})
+	pool.Start()
+	t.Cleanup(func() { pool.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pool.WaitStarted(ctx)
+	h, shutdown := p.HTTPHandler(HTTPOptions{})
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	t.Cleanup(func() { shutdown(context.Background()) })
+
+	a, b := connect(t, hs.URL+"/mcp"), connect(t, hs.URL+"/mcp")
+	a.call(t, "call_tool", map[string]any{"name": "gh__create_issue"})
+	b.call(t, "call_tool", map[string]any{"name": "gh__list_issues"})
+	time.Sleep(100 * time.Millisecond)
+	count := func(c *httpClient) int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.changed
+	}
+	beforeA, beforeB := count(a), count(b)
+
+	mu.Lock()
+	gh.tools = []json.RawMessage{tool("create_issue", "Create an issue, now with labels"), tool("list_issues", "List issues")}
+	n := notify
+	mu.Unlock()
+	n("notifications/tools/list_changed", nil)
+
+	deadline := time.Now().Add(3 * time.Second)
+	for count(a) == beforeA && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if count(a) == beforeA {
+		t.Error("the session that unlocked the changed tool got no list_changed")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if count(b) != beforeB {
+		t.Errorf("a session whose tools did not change got %d list_changed", count(b)-beforeB)
+	}
+}

@@ -2,10 +2,12 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -120,5 +122,29 @@ func TestSearchLiveConfigWithOverrides(t *testing.T) {
 	sr := c.search("zebra", 1)
 	if len(sr.Matches) != 1 || sr.Matches[0].Name != "github__create_issue" {
 		t.Errorf("tool_search by keyword = %+v", sr.Matches)
+	}
+}
+
+func TestStatusCommand(t *testing.T) {
+	cfg := config(t, fmt.Sprintf("mcpServers:%s  broken:\n    command: %q\n    args: [\"--fail\", \"no token\"]\n", githubFixture(t, ""), fixtureBin))
+	env := append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	status := func() string {
+		cmd := exec.Command(bin, "status", "--config", cfg, "--wait", "20s")
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("status: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	first := status()
+	github := regexp.MustCompile(`(?m)^github\s+connected\s+30\s+none\s*$`)
+	broken := regexp.MustCompile(`(?m)^broken\s+failed\s+0\s+none\s+connecting: .+$`)
+	if !github.MatchString(first) || !broken.MatchString(first) {
+		t.Errorf("first status:\n%s", first)
+	}
+	// The first run cached github's catalog; the second reports its age.
+	if second := status(); !regexp.MustCompile(`(?m)^github\s+connected\s+30\s+\d+(\.\d+)?m?s\s*$`).MatchString(second) {
+		t.Errorf("second status does not show a cache age:\n%s", second)
 	}
 }

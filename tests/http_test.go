@@ -146,14 +146,26 @@ func TestHTTPSessionsAreIsolated(t *testing.T) {
 	url := serveHTTP(t, "mcpServers:"+githubFixture(t, ""))
 	a, b := connectHTTP(t, url), connectHTTP(t, url)
 	base := []string{"tool_search", "call_tool"}
+	// Wait for the upstream, whose arrival is announced to every session, then count. A
+	// client without a GET stream receives what was queued for it with its next request.
+	a.call(t, "tool_search", map[string]any{"query": "select:no_such_tool"})
+	time.Sleep(100 * time.Millisecond)
+	a.names(t)
+	b.names(t)
+	time.Sleep(100 * time.Millisecond)
+	counts := func() (int, int) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return a.changed, b.changed
+	}
+	baseA, baseB := counts()
 	res := a.call(t, "tool_search", map[string]any{"query": "create issue", "max_results": 1})
 	if res.IsError || !strings.Contains(resultText(res), "github__create_issue") {
 		t.Fatalf("search: %s", resultText(res))
 	}
-	a.mu.Lock()
-	changed := a.changed
-	a.mu.Unlock()
-	if changed == 0 {
+	if nA, _ := counts(); nA == baseA {
 		t.Error("a got no list_changed over its POST stream")
 	}
 	if got := a.names(t); !slices.Equal(got, append(slices.Clone(base), "github__create_issue")) {
@@ -169,10 +181,8 @@ func TestHTTPSessionsAreIsolated(t *testing.T) {
 	if got := a.names(t); slices.Contains(got, "github__get_issue") {
 		t.Errorf("a sees b's unlock: %q", got)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.changed != 1 {
-		t.Errorf("b got %d list_changed, want 1 (for its own call only)", b.changed)
+	if _, nB := counts(); nB-baseB != 1 {
+		t.Errorf("b got %d list_changed, want 1 (for its own call only)", nB-baseB)
 	}
 }
 
@@ -326,6 +336,13 @@ func TestHTTPListChangedIsNeverLost(t *testing.T) {
 	}
 	url := serveHTTP(t, fmt.Sprintf("mcpServers:\n  many:\n    command: %q\n    args: [--builtins=false, --catalog, %q]\n", fixtureBin, file))
 	s := connectHTTP(t, url)
+	// Wait for the upstream: its arrival changes tool_search's server directory, which is
+	// announced to every session, before the count starts.
+	s.call(t, "tool_search", map[string]any{"query": "select:no_such_tool"})
+	time.Sleep(200 * time.Millisecond)
+	s.mu.Lock()
+	base := s.changed
+	s.mu.Unlock()
 	for i := range n {
 		res := s.call(t, "call_tool", map[string]any{"name": fmt.Sprintf("many__tool_%04d", i)})
 		if res.IsError {
@@ -335,7 +352,7 @@ func TestHTTPListChangedIsNeverLost(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		s.mu.Lock()
-		got := s.changed
+		got := s.changed - base
 		s.mu.Unlock()
 		if got == n {
 			break

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -72,12 +73,13 @@ func (p *Pool) Request(ctx context.Context, serverName, method string, params an
 	if !ok {
 		return nil, fmt.Errorf("no server %q", serverName)
 	}
-	conn, lastErr := s.awaitConn(ctx, p.opts.CallTimeout)
+	timeout := cmp.Or(s.cfg.CallTimeout, p.opts.CallTimeout)
+	conn, lastErr := s.awaitConn(ctx, timeout)
 	if conn == nil {
 		return nil, fmt.Errorf("upstream %q is not connected: %v", serverName, lastErr)
 	}
 	defer s.track(ctx)()
-	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := conn.Request(ctx, method, params)
 	if err != nil {

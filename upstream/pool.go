@@ -3,6 +3,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -579,7 +580,8 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 		return nil, fmt.Errorf("no tool %q", exposed)
 	}
 	s := p.byName[t.Server]
-	conn, lastErr := s.awaitConn(ctx, p.opts.CallTimeout)
+	timeout := cmp.Or(s.cfg.CallTimeout, p.opts.CallTimeout)
+	conn, lastErr := s.awaitConn(ctx, timeout)
 	if conn == nil {
 		if lastErr != nil {
 			return nil, fmt.Errorf("upstream %q is not connected: %w", t.Server, lastErr)
@@ -611,14 +613,14 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 	raw, _ := json.Marshal(params)
 	start := time.Now()
 	defer s.track(ctx)()
-	callCtx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := conn.Request(callCtx, "tools/call", json.RawMessage(raw))
 	if isClosed(err) {
 		p.signal(s, eventLost)
 	}
 	if ctx.Err() == nil && callCtx.Err() != nil {
-		err = fmt.Errorf("no answer within %v", p.opts.CallTimeout)
+		err = fmt.Errorf("no answer within %v", timeout)
 	}
 	if err != nil {
 		s.log.Warn("upstream call failed", "tool", t.Name, "duration_ms", time.Since(start).Milliseconds(), "error", err)
@@ -736,6 +738,27 @@ func (s *server) awaitConn(ctx context.Context, timeout time.Duration) (Conn, er
 			return nil, ctx.Err()
 		case <-timer.C:
 			return nil, fmt.Errorf("still starting after %v", timeout)
+		}
+	}
+}
+
+// WaitConnected blocks until every enabled server is connected or has failed a connection
+// attempt, or ctx ends. Unlike WaitStarted it does not count a cached catalog as started.
+func (p *Pool) WaitConnected(ctx context.Context) {
+	for {
+		settled := true
+		for _, st := range p.Statuses() {
+			if st.State == StateStarting {
+				settled = false
+			}
+		}
+		if settled {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }

@@ -240,8 +240,7 @@ func TestTail(t *testing.T) {
 
 func TestPoolCallTimeout(t *testing.T) {
 	conn := &fakeConn{tools: []json.RawMessage{rawTool("hang")}}
-	pool := NewPool([]config.Server{{Name: "s", Prefix: "s"}}, Options{
-		CallTimeout: 20 * time.Millisecond,
+	pool := NewPool([]config.Server{{Name: "s", Prefix: "s", CallTimeout: 20 * time.Millisecond}}, Options{
 		Dial: func(context.Context, config.Server, *Tail, Notify, Peer) (Conn, Info, error) {
 			return &timeoutConn{fakeConn: conn}, Info{}, nil
 		},
