@@ -137,9 +137,10 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return s.unknownTool(args.Name, pending), nil
 	}
 	sess := s.sessionFrom(ctx)
-	// Announce before calling upstream: a notification sent as a call's handler ends can be
-	// lost over streamable HTTP, and the client should see the tool it just used.
-	if !stable(ctx) && len(s.unlock(sess, cat, []string{t.Exposed})) > 0 {
+	// Announce before calling upstream, and flush before returning: a notification sent as
+	// a call's handler ends can be lost over streamable HTTP.
+	announced := !stable(ctx) && len(s.unlock(sess, cat, []string{t.Exposed})) > 0
+	if announced {
 		s.announce(ctx, sess, false)
 	}
 	var token any
@@ -147,6 +148,9 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		token = req.Params.Meta.ProgressToken
 	}
 	ctx, forwarded := withForwardCount(ctx)
+	if announced {
+		forwarded.Add(1)
+	}
 	progress := func(params json.RawMessage) {
 		var m map[string]any
 		if json.Unmarshal(params, &m) != nil {
