@@ -29,6 +29,13 @@ var urlLog = regexp.MustCompile(`url=(http://\S+)/mcp`)
 // ends it sends SIGTERM and checks that toolsift shuts down cleanly.
 func serveHTTP(t *testing.T, yaml string, args ...string) string {
 	t.Helper()
+	url, _ := serveHTTPLogs(t, yaml, args...)
+	return url
+}
+
+// serveHTTPLogs is serveHTTP that also returns a function reading toolsift's log so far.
+func serveHTTPLogs(t *testing.T, yaml string, args ...string) (string, func() string) {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--config", config(t, yaml), "--listen", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
 	stderr := &lockedWriter{w: &bytes.Buffer{}}
 	cmd.Stderr = stderr
@@ -61,12 +68,12 @@ func serveHTTP(t *testing.T, yaml string, args ...string) string {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := urlLog.FindStringSubmatch(logs()); m != nil {
-			return m[1]
+			return m[1], logs
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("toolsift did not report its address:\n%s", logs())
-	return ""
+	return "", nil
 }
 
 type httpSession struct {
@@ -207,7 +214,13 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 
 func TestHTTPSecurityAndSessions(t *testing.T) {
 	const token = "0123456789abcdef-e2e"
-	url := serveHTTP(t, "auth: {tokens: [\""+token+"\"]}\nallowedOrigins: [\"https://app.example.com\"]\nmcpServers:"+githubFixture(t, ""))
+	url, logs := serveHTTPLogs(t, "auth: {tokens: [\""+token+"\"]}\nallowedOrigins: [\"https://app.example.com\"]\nmcpServers:"+githubFixture(t, ""))
+	defer func() {
+		// Debug logging is on: still, no token may reach the log.
+		if l := logs(); strings.Contains(l, token) || strings.Contains(l, "nope-nope") {
+			t.Error("a bearer token appears in toolsift's log")
+		}
+	}()
 	auth := map[string]string{"Authorization": "Bearer " + token}
 	with := func(extra map[string]string) map[string]string {
 		m := map[string]string{"Authorization": "Bearer " + token}
