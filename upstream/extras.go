@@ -34,14 +34,7 @@ func (p *Pool) listExtras(ctx context.Context, s *server, conn Conn, info Info) 
 		if err != nil {
 			s.log.Warn("upstream prompts not listed", "error", err)
 		}
-		for _, raw := range raws {
-			var pr struct {
-				Name string `json:"name"`
-			}
-			if json.Unmarshal(raw, &pr) == nil && pr.Name != "" {
-				prompts = append(prompts, Prompt{Server: s.cfg.Name, Name: pr.Name, Raw: raw})
-			}
-		}
+		prompts = s.promptsFrom(raws)
 	}
 	if info.Resources {
 		for _, l := range []struct {
@@ -65,6 +58,20 @@ func (p *Pool) listExtras(ctx context.Context, s *server, conn Conn, info Info) 
 		}
 	}
 	return prompts, resources
+}
+
+// promptsFrom turns a server's raw prompts, listed or cached, into catalog prompts.
+func (s *server) promptsFrom(raws []json.RawMessage) []Prompt {
+	var prompts []Prompt
+	for _, raw := range raws {
+		var pr struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &pr) == nil && pr.Name != "" {
+			prompts = append(prompts, Prompt{Server: s.cfg.Name, Name: pr.Name, Raw: raw})
+		}
+	}
+	return prompts
 }
 
 // Request sends a request to the named server and returns its raw result.

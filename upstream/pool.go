@@ -489,15 +489,8 @@ func (p *Pool) loadCached(s *server) {
 		}
 		return
 	}
-	s.tools, s.info, s.summary, s.resources, s.cached = s.toolsFrom(e.Tools), e.Info, e.Info.Summary, e.Resources, e.Saved
-	for _, raw := range e.Prompts {
-		var pr struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(raw, &pr) == nil && pr.Name != "" {
-			s.prompts = append(s.prompts, Prompt{Server: s.cfg.Name, Name: pr.Name, Raw: raw})
-		}
-	}
+	s.tools, s.prompts, s.resources = s.toolsFrom(e.Tools), s.promptsFrom(e.Prompts), e.Resources
+	s.info, s.summary, s.cached = e.Info, e.Info.Summary, e.Saved
 	s.attemptedOnce.Do(func() { close(s.attempted) })
 	s.log.Debug("catalog from cache", "tools", len(s.tools), "saved", e.Saved)
 }
