@@ -261,7 +261,11 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	// The cache is read for its age, but every server is started for real.
+	// The cache is read for its age, but every server is started for real, lazy or not:
+	// the point is to see whether it works.
+	for i := range cfg.Servers {
+		cfg.Servers[i].LazyStart = false
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir()})
 	defer pool.Close()

@@ -30,6 +30,9 @@ type Config struct {
 	Servers []Server
 	// HTTP configures `toolsift serve --listen`.
 	HTTP HTTP
+	// Defaults holds the top-level lazyStart, idleTimeout, startupTimeout and callTimeout,
+	// already applied to Servers.
+	Defaults Defaults
 }
 
 // HTTP configures the streamable HTTP front end.
@@ -77,8 +80,24 @@ type Server struct {
 	Disabled bool
 	// Tools holds per-tool overrides, by the tool's upstream name.
 	Tools map[string]ToolOverride
-	// CallTimeout bounds one call to the server; zero means the default, 120s.
+	// CallTimeout bounds one call to the server, including any wait for the server to come
+	// back; zero means the default, 120s.
 	CallTimeout time.Duration
+	// StartupTimeout bounds one start of the server: connecting, initialize and the first
+	// tools/list; zero means the default, 60s (npx may download the server first).
+	StartupTimeout time.Duration
+	// LazyStart leaves the server stopped until one of its tools is called, when its catalog
+	// is cached; without a cached catalog it is started to learn its tools.
+	LazyStart bool
+	// IdleTimeout stops a stdio server that has had no request for this long; the next call
+	// starts it again. Zero means never.
+	IdleTimeout time.Duration
+}
+
+// Defaults are the top-level settings that apply to every server that does not set its own.
+type Defaults struct {
+	CallTimeout, StartupTimeout, IdleTimeout time.Duration
+	LazyStart                                bool
 }
 
 // ToolOverride fixes how one upstream tool is found and described, without forking the
@@ -186,8 +205,16 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 			cfg.HTTP.AllowedOrigins = p.strList(val, at)
 		case "sessionIdleTimeout":
 			cfg.HTTP.SessionIdleTimeout = p.duration(val, at)
+		case "lazyStart":
+			cfg.Defaults.LazyStart = p.bool(val, at)
+		case "idleTimeout":
+			cfg.Defaults.IdleTimeout = p.duration(val, at)
+		case "startupTimeout":
+			cfg.Defaults.StartupTimeout = p.duration(val, at)
+		case "callTimeout":
+			cfg.Defaults.CallTimeout = p.duration(val, at)
 		default:
-			p.errorf(val, at, "unknown key (known: mcpServers, listen, auth, allowedOrigins, sessionIdleTimeout)")
+			p.errorf(val, at, "unknown key (known: mcpServers, listen, auth, allowedOrigins, sessionIdleTimeout, lazyStart, idleTimeout, startupTimeout, callTimeout)")
 		}
 	})
 	if servers == nil {
@@ -196,10 +223,12 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 		p.errorf(servers, "mcpServers", "want a mapping of server names, got %s", kindName(servers))
 	} else {
 		nodes := map[string]*yaml.Node{}
+		p.set = map[string]bool{}
 		p.fields(servers, "mcpServers", func(name string, v *yaml.Node, at string) {
 			nodes[name] = v
 			cfg.Servers = append(cfg.Servers, p.server(name, v, at))
 		})
+		p.applyDefaults(cfg)
 		p.validate(cfg, nodes)
 	}
 	if len(p.errs) > 0 {
@@ -212,6 +241,31 @@ type parser struct {
 	file   string
 	getenv func(string) (string, bool)
 	errs   []error
+	// set holds the key paths of server settings written in the file, so that a top-level
+	// default fills only the others.
+	set map[string]bool
+}
+
+// applyDefaults gives each server the top-level settings it does not set itself.
+func (p *parser) applyDefaults(cfg *Config) {
+	d := cfg.Defaults
+	for i := range cfg.Servers {
+		s := &cfg.Servers[i]
+		at := "mcpServers." + s.Name + "."
+		if !p.set[at+"lazyStart"] {
+			s.LazyStart = d.LazyStart
+		}
+		if !p.set[at+"callTimeout"] {
+			s.CallTimeout = d.CallTimeout
+		}
+		if !p.set[at+"startupTimeout"] {
+			s.StartupTimeout = d.StartupTimeout
+		}
+		// Stopping an idle HTTP server would save nothing on this machine.
+		if !p.set[at+"idleTimeout"] && s.Type == TypeStdio {
+			s.IdleTimeout = d.IdleTimeout
+		}
+	}
 }
 
 func (p *parser) errorf(n *yaml.Node, at, format string, args ...any) {
@@ -246,8 +300,9 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 		p.errorf(n, at, "want a mapping (command/args or type/url), got %s", kindName(n))
 		return s
 	}
-	var typeNode *yaml.Node
+	var typeNode, idleNode *yaml.Node
 	p.fields(n, at, func(key string, v *yaml.Node, at string) {
+		p.set[at] = true
 		switch key {
 		case "type", "transport":
 			typeNode = v
@@ -284,8 +339,15 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 			s.Tools = p.toolOverrides(v, at)
 		case "callTimeout":
 			s.CallTimeout = p.duration(v, at)
+		case "startupTimeout":
+			s.StartupTimeout = p.duration(v, at)
+		case "lazyStart":
+			s.LazyStart = p.bool(v, at)
+		case "idleTimeout":
+			idleNode = v
+			s.IdleTimeout = p.duration(v, at)
 		default:
-			p.errorf(v, at, "unknown key (known: type, command, args, env, cwd, url, headers, prefix, description, alwaysLoad, allow, deny, disabled, tools, callTimeout)")
+			p.errorf(v, at, "unknown key (known: type, command, args, env, cwd, url, headers, prefix, description, alwaysLoad, allow, deny, disabled, tools, callTimeout, startupTimeout, lazyStart, idleTimeout)")
 		}
 	})
 	switch {
@@ -314,6 +376,9 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 		}
 		if s.Command != "" {
 			p.errorf(n, at+".command", "a %s server takes url, not command", s.Type)
+		}
+		if idleNode != nil {
+			p.errorf(idleNode, at+".idleTimeout", "only a stdio server can be stopped when idle")
 		}
 	default:
 		p.errorf(typeNode, at+".type", "%q is not a server type (want stdio, http or sse)", s.Type)

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(vars map[string]string) func(string) (string, bool) {
@@ -125,6 +126,11 @@ func TestParseErrors(t *testing.T) {
 		{"short token", "auth: {tokens: [short]}\nmcpServers: {}\n", []string{"auth.tokens[0]: a token must be at least 16"}},
 		{"bad duration", "sessionIdleTimeout: soon\nmcpServers: {}\n", []string{"sessionIdleTimeout: \"soon\" is not a positive duration"}},
 		{"negative duration", "sessionIdleTimeout: -1m\nmcpServers: {}\n", []string{"is not a positive duration"}},
+		{"idleTimeout on http", "mcpServers:\n  a:\n    url: http://x/mcp\n    idleTimeout: 5m\n", []string{"c.yaml:4: mcpServers.a.idleTimeout: only a stdio server"}},
+		{"lazyStart a string", "mcpServers:\n  a:\n    command: x\n    lazyStart: yes please\n", []string{"mcpServers.a.lazyStart: want true or false"}},
+		{"top lazyStart a list", "lazyStart: [a]\nmcpServers: {}\n", []string{"c.yaml:1: lazyStart: want true or false, got a list"}},
+		{"startupTimeout zero", "mcpServers:\n  a:\n    command: x\n    startupTimeout: 0s\n", []string{"mcpServers.a.startupTimeout: \"0s\" is not a positive duration"}},
+		{"top idleTimeout number", "idleTimeout: 30\nmcpServers: {}\n", []string{"idleTimeout: \"30\" is not a positive duration"}},
 		{"two errors at once", "mcpServers:\n  a:\n    command: x\n    bogus: 1\n  b:\n    url: nope\n", []string{"mcpServers.a.bogus", "mcpServers.b.url"}},
 	}
 	for _, tt := range tests {
@@ -151,6 +157,39 @@ func TestParseHTTP(t *testing.T) {
 	h := cfg.HTTP
 	if h.Listen != ":8080" || len(h.Tokens) != 1 || h.Tokens[0] != "0123456789abcdef0" || h.AllowedOrigins[0] != "https://app.example.com" || h.SessionIdleTimeout.Minutes() != 5 {
 		t.Errorf("HTTP = %+v", h)
+	}
+}
+
+// TestParseDefaults checks that top-level settings fill what a server leaves unset, and
+// only that.
+func TestParseDefaults(t *testing.T) {
+	src := `lazyStart: true
+idleTimeout: 10m
+startupTimeout: 20s
+callTimeout: 30s
+mcpServers:
+  plain: {command: x}
+  own: {command: x, lazyStart: false, idleTimeout: 1m, startupTimeout: 2s, callTimeout: 3s}
+  remote: {url: "http://h/mcp"}
+`
+	cfg, err := Parse("c.yaml", []byte(src), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		lazy                bool
+		idle, startup, call time.Duration
+	}
+	want := map[string]got{
+		"plain":  {true, 10 * time.Minute, 20 * time.Second, 30 * time.Second},
+		"own":    {false, time.Minute, 2 * time.Second, 3 * time.Second},
+		"remote": {true, 0, 20 * time.Second, 30 * time.Second}, // idleTimeout is for stdio only
+	}
+	for _, s := range cfg.Servers {
+		g := got{s.LazyStart, s.IdleTimeout, s.StartupTimeout, s.CallTimeout}
+		if g != want[s.Name] {
+			t.Errorf("server %s = %+v, want %+v", s.Name, g, want[s.Name])
+		}
 	}
 }
 

@@ -81,7 +81,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		names = append(names, t.Exposed)
 	}
 	for _, st := range s.ups.Statuses() {
-		if st.State != upstream.StateConnected && st.State != upstream.StateDisabled {
+		if !st.State.Usable() && st.State != upstream.StateDisabled {
 			res.Unavailable = append(res.Unavailable, fmt.Sprintf("%s (%s)", st.Name, st.State))
 		}
 	}

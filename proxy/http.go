@@ -14,8 +14,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/toolsift/toolsift/upstream"
 )
 
 // HTTPOptions configures the HTTP front end. The zero value of each field means its
@@ -86,7 +84,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, func(context.Conte
 	return g, shutdown
 }
 
-// readyz reports each upstream's state; 503 until at least one is connected.
+// readyz reports each upstream's state; 503 until at least one is connected or idle.
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	type server struct {
 		Name  string `json:"name"`
@@ -103,7 +101,7 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		if st.Err != nil {
 			sv.Error = st.Err.Error()
 		}
-		out.Ready = out.Ready || st.State == upstream.StateConnected
+		out.Ready = out.Ready || st.State.Usable()
 		out.Servers = append(out.Servers, sv)
 	}
 	w.Header().Set("Content-Type", "application/json")

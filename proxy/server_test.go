@@ -36,6 +36,10 @@ func (f *fakeConn) Request(_ context.Context, method string, params any) (json.R
 }
 func (f *fakeConn) Close() error { return nil }
 
+// Lost never closes: these connections do not go away.
+func (f *fakeConn) Lost() <-chan struct{} { return nil }
+func (f *fakeConn) Err() error            { return nil }
+
 func tool(name, desc string) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"name":%q,"description":%q,"inputSchema":{"type":"object","properties":{"x":{"type":"string"}}}}`, name, desc))
 }

@@ -51,7 +51,7 @@ func searchToolDef(statuses []upstream.Status) mcp.Tool {
 	var up, down []string
 	for _, st := range statuses {
 		switch st.State {
-		case upstream.StateConnected:
+		case upstream.StateConnected, upstream.StateIdle:
 			line := fmt.Sprintf("- %s (%d tools)", st.Name, st.Tools)
 			if st.Summary != "" {
 				line += ": " + firstLine(st.Summary, 160)

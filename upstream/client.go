@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -67,14 +68,15 @@ func (s *server) caller() context.Context {
 	return s.callers[len(s.callers)-1]
 }
 
-// track records ctx as a caller of s until the returned function is called.
-func (s *server) track(ctx context.Context) func() {
-	s.mu.Lock()
+// trackLocked records ctx as a caller of s until the returned function is called. s.mu
+// must be held.
+func (s *server) trackLocked(ctx context.Context) func() {
 	s.callers = append(s.callers, ctx)
-	s.mu.Unlock()
+	s.lastUsed = time.Now()
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		s.lastUsed = time.Now()
 		for i, c := range s.callers {
 			if c == ctx {
 				s.callers = append(s.callers[:i], s.callers[i+1:]...)

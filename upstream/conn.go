@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +24,11 @@ type Conn interface {
 	Request(ctx context.Context, method string, params any) (json.RawMessage, error)
 	// Close ends the connection; for a stdio server it stops the process.
 	Close() error
+	// Lost is closed when the connection goes away: a stdio server exited, an HTTP server
+	// forgot the session, or Close was called.
+	Lost() <-chan struct{}
+	// Err says why, once Lost is closed.
+	Err() error
 }
 
 // Info describes a connected server.
@@ -41,6 +44,10 @@ type Notify func(method string, params json.RawMessage)
 
 // ErrClosed reports a call on a connection that has gone away.
 var ErrClosed = errors.New("connection closed")
+
+// ErrSessionLost reports a request an HTTP server refused because it no longer knows the
+// session (404). The server did not act on it, so it is safe to send again on a new session.
+var ErrSessionLost = fmt.Errorf("session ended by the server: %w", ErrClosed)
 
 // DialFunc connects to srv and completes the MCP handshake. stderr receives a stdio server's
 // standard error; notify receives the server's notifications.
@@ -64,11 +71,14 @@ func Dialer(version string) DialFunc {
 
 func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, notify Notify, peer Peer) (Conn, Info, error) {
 	var tr transport.Interface
+	var proc *process
 	switch srv.Type {
 	case config.TypeStdio:
-		tr = transport.NewStdioWithOptions(srv.Command, envList(srv.Env), srv.Args,
-			transport.WithCommandFunc(commandFunc(srv)),
-			transport.WithCommandStderrWriter(stderr))
+		var err error
+		if proc, err = startProcess(srv, stderr); err != nil {
+			return nil, Info{}, err
+		}
+		tr = transport.NewIO(proc.stdout, proc.stdin, nil)
 	case config.TypeHTTP:
 		t, err := transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaders(srv.Headers))
 		if err != nil {
@@ -90,7 +100,21 @@ func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, 
 		// capabilities.
 		opts = append(opts, client.WithSamplingHandler(peer), client.WithElicitationHandler(peer), client.WithRootsHandler(peer))
 	}
-	c := &conn{client: client.NewClient(tr, opts...), tr: tr}
+	c := &conn{client: client.NewClient(tr, opts...), tr: tr, proc: proc, lost: make(chan struct{})}
+	if proc != nil {
+		// Ends when the process does, which Close makes sure of.
+		go func() {
+			<-proc.exited
+			if proc.err != nil {
+				c.markLost(fmt.Errorf("process exited: %v", proc.err))
+			} else {
+				c.markLost(errors.New("process exited"))
+			}
+		}()
+	}
+	if sse, ok := tr.(*transport.SSE); ok {
+		sse.SetConnectionLostHandler(func(err error) { c.markLost(fmt.Errorf("event stream lost: %v", err)) })
+	}
 	// The transport keeps this context for the life of the connection (a stdio server's
 	// requests, an SSE stream), so it is not the dial's deadline.
 	if err := c.client.Start(context.WithoutCancel(ctx)); err != nil {
@@ -131,18 +155,6 @@ func summary(res *mcp.InitializeResult) string {
 	return res.ServerInfo.Name
 }
 
-// commandFunc builds a stdio server's process. Unlike exec.CommandContext it is not tied to a
-// context: the transport's Close stops the process in the spec's order (close stdin, wait,
-// SIGTERM, SIGKILL) instead of killing it outright.
-func commandFunc(srv config.Server) transport.CommandFunc {
-	return func(_ context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
-		cmd := exec.Command(command, args...)
-		cmd.Env = append(os.Environ(), env...)
-		cmd.Dir = srv.Cwd
-		return cmd, nil
-	}
-}
-
 func envList(env map[string]string) []string {
 	out := make([]string, 0, len(env))
 	for k, v := range env {
@@ -154,8 +166,30 @@ func envList(env map[string]string) []string {
 type conn struct {
 	client *client.Client
 	tr     transport.Interface
+	proc   *process // a stdio server's process; nil for HTTP and SSE
 	nextID atomic.Int64
 	closer sync.Once
+	lost   chan struct{} // closed by markLost
+	loser  sync.Once
+	why    error // set before lost is closed
+}
+
+func (c *conn) Lost() <-chan struct{} { return c.lost }
+
+func (c *conn) Err() error {
+	select {
+	case <-c.lost:
+		return c.why
+	default:
+		return nil
+	}
+}
+
+func (c *conn) markLost(why error) {
+	c.loser.Do(func() {
+		c.why = why
+		close(c.lost)
+	})
 }
 
 // Request sends the request on the transport itself, so that results come back as the raw
@@ -172,6 +206,11 @@ func (c *conn) Request(ctx context.Context, method string, params any) (json.Raw
 		}
 		if errors.Is(err, transport.ErrTransportClosed) {
 			return nil, fmt.Errorf("%s: %w", method, ErrClosed)
+		}
+		if errors.Is(err, transport.ErrSessionTerminated) {
+			// The server restarted, or expired our session: it never saw this request.
+			c.markLost(ErrSessionLost)
+			return nil, fmt.Errorf("%s: %w", method, ErrSessionLost)
 		}
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
@@ -241,8 +280,16 @@ func listPages(ctx context.Context, c Conn, method, field string) ([]json.RawMes
 	}
 }
 
+// Close ends the connection and, for a stdio server, stops its process and reaps it. It is
+// idempotent.
 func (c *conn) Close() error {
 	var err error
-	c.closer.Do(func() { err = c.client.Close() })
+	c.closer.Do(func() {
+		err = c.client.Close()
+		if c.proc != nil {
+			err = errors.Join(err, c.proc.Close())
+		}
+		c.markLost(errors.New("closed by toolsift"))
+	})
 	return err
 }

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -80,20 +79,20 @@ func (p *Pool) Request(ctx context.Context, serverName, method string, params an
 	if !ok {
 		return nil, fmt.Errorf("no server %q", serverName)
 	}
-	timeout := cmp.Or(s.cfg.CallTimeout, p.opts.CallTimeout)
-	conn, lastErr := s.awaitConn(ctx, timeout)
-	if conn == nil {
-		return nil, fmt.Errorf("upstream %q is not connected: %v", serverName, lastErr)
-	}
-	defer s.track(ctx)()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	res, err := conn.Request(ctx, method, params)
+	res, err := p.request(ctx, s, method, params)
 	if err != nil {
-		if isClosed(err) {
-			p.signal(s, eventLost)
-		}
 		return nil, fmt.Errorf("upstream %q: %s: %w", serverName, method, err)
+	}
+	// A server holding subscriptions is not stopped when idle: its updates would be lost.
+	switch method {
+	case "resources/subscribe":
+		s.mu.Lock()
+		s.subs++
+		s.mu.Unlock()
+	case "resources/unsubscribe":
+		s.mu.Lock()
+		s.subs = max(s.subs-1, 0)
+		s.mu.Unlock()
 	}
 	return res, nil
 }

@@ -87,7 +87,13 @@ const (
 	StateConnected State = "connected"
 	StateFailed    State = "failed"
 	StateDisabled  State = "disabled"
+	// StateIdle is a server that is not running, by design (lazyStart, idleTimeout): its
+	// cached tools are listed and searched, and a call starts it.
+	StateIdle State = "idle"
 )
+
+// Usable reports whether the server's tools can be called now or after an on-demand start.
+func (st State) Usable() bool { return st == StateConnected || st == StateIdle }
 
 // Status describes one configured server.
 type Status struct {
@@ -111,14 +117,18 @@ type Options struct {
 	Version string
 	// OnChange is called, outside any lock, after the catalog changes.
 	OnChange func()
-	// ConnectTimeout bounds one connection attempt including the first tools/list; 0 means
-	// 60s, since an npx server may be downloaded first.
+	// ConnectTimeout bounds one connection attempt including the first tools/list, for
+	// servers without a startupTimeout; 0 means 60s, since npx may download the server first.
 	ConnectTimeout time.Duration
 	// RetryMin and RetryMax bound the back-off between failed attempts; 0 means 1s and 60s.
 	RetryMin, RetryMax time.Duration
-	// CallTimeout bounds one tool call; 0 means 120s. A server that stops answering must
+	// CallTimeout bounds one tool call, for servers without a callTimeout, including any
+	// wait for the server to come back; 0 means 120s. A server that stops answering must
 	// become an error result, not a call that hangs.
 	CallTimeout time.Duration
+	// PingTimeout bounds the ping that checks a server after a call to it timed out; one
+	// that does not answer is restarted. 0 means 5s.
+	PingTimeout time.Duration
 	// Client answers servers' sampling and elicitation requests and takes their log
 	// messages; nil means servers are told the client cannot sample or elicit.
 	Client Client
@@ -155,20 +165,25 @@ type server struct {
 	attemptedOnce sync.Once
 	// events wakes the connection loop: the server changed its tools or went away.
 	events chan event
+	// wake asks the connection loop for a connection now: a caller is waiting.
+	wake chan struct{}
 
 	mu        sync.Mutex        // guards the fields below
 	callers   []context.Context // requests in flight, oldest first
+	lastUsed  time.Time         // when a request last started or ended
+	subs      int               // resource subscriptions held upstream
 	conn      Conn
 	info      Info
 	state     State
 	lastErr   error
+	failures  int // connection attempts that failed, ever
 	summary   string
 	tools     []Tool
 	prompts   []Prompt
 	resources []Resource
 	cached    time.Time // when the cache entry in use was written; zero without one
-	// up is closed, and replaced, whenever the server connects.
-	up chan struct{}
+	// changed is closed, and replaced, whenever state, conn or failures change.
+	changed chan struct{}
 }
 
 type event int
@@ -176,7 +191,36 @@ type event int
 const (
 	eventRelist event = iota
 	eventLost
+	// eventProbe asks for a ping: a call got no answer in time.
+	eventProbe
 )
+
+// errIdle ends a connection that had no request for the server's idleTimeout.
+var errIdle = errors.New("idle")
+
+// setLocked moves the server to state, with conn as its connection, and wakes whoever
+// waits for a change. s.mu must be held.
+func (s *server) setLocked(state State, conn Conn) {
+	s.state, s.conn = state, conn
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// demand asks the connection loop to connect now, if it is not already connected.
+func (s *server) demand() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *server) startupTimeout(p *Pool) time.Duration {
+	return cmp.Or(s.cfg.StartupTimeout, p.opts.ConnectTimeout)
+}
+
+func (s *server) callTimeout(p *Pool) time.Duration {
+	return cmp.Or(s.cfg.CallTimeout, p.opts.CallTimeout)
+}
 
 // NewPool returns a pool for the given servers. Call Start to connect.
 func NewPool(servers []config.Server, opts Options) *Pool {
@@ -198,6 +242,9 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = 2 * time.Minute
 	}
+	if opts.PingTimeout == 0 {
+		opts.PingTimeout = 5 * time.Second
+	}
 	p := &Pool{opts: opts, log: opts.Logger, byName: map[string]*server{}}
 	for _, cfg := range servers {
 		s := &server{
@@ -206,14 +253,18 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 			stderr:    NewTail(2048),
 			attempted: make(chan struct{}),
 			events:    make(chan event, 1),
+			wake:      make(chan struct{}, 1),
 			state:     StateStarting,
-			up:        make(chan struct{}),
+			changed:   make(chan struct{}),
 		}
 		if cfg.Disabled {
 			s.state = StateDisabled
 			s.attemptedOnce.Do(func() { close(s.attempted) })
 		} else if opts.CacheDir != "" {
 			p.loadCached(s)
+		}
+		if cfg.LazyStart && !s.cached.IsZero() {
+			s.state = StateIdle
 		}
 		p.servers = append(p.servers, s)
 		p.byName[cfg.Name] = s
@@ -247,40 +298,77 @@ func (p *Pool) Close() error {
 	return nil
 }
 
-// run owns one server's connection: connect, list, wait for trouble, repeat.
+// run owns one server's connection: connect, list, wait for trouble, repeat. A server
+// that is idle (lazyStart, idleTimeout) is started when a caller asks for it.
 func (p *Pool) run(s *server) {
 	backoff := p.opts.RetryMin
-	first := true
 	for {
-		err := p.connect(s)
-		if first {
-			s.attemptedOnce.Do(func() { close(s.attempted) })
-			first = false
+		s.mu.Lock()
+		idle := s.state == StateIdle
+		s.mu.Unlock()
+		if idle {
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-s.wake:
+			}
+			s.mu.Lock()
+			s.setLocked(StateStarting, nil)
+			s.mu.Unlock()
+			s.log.Info("upstream starting on demand")
 		}
+		err := p.connect(s)
+		s.attemptedOnce.Do(func() { close(s.attempted) })
 		if err == nil {
 			backoff = p.opts.RetryMin
 			err = p.serve(s)
 		}
 		if p.ctx.Err() != nil {
-			p.disconnect(s, nil)
+			p.disconnect(s, nil, StateFailed)
 			return
 		}
-		p.disconnect(s, err)
+		if errors.Is(err, errIdle) {
+			p.disconnect(s, nil, StateIdle)
+			s.log.Info("upstream stopped while idle", "idle_timeout", s.cfg.IdleTimeout.String())
+			continue
+		}
+		p.disconnect(s, err, StateFailed)
 		// Jitter keeps many servers that failed together from retrying together.
 		wait := backoff/2 + rand.N(backoff/2+1)
 		s.log.Warn("upstream unavailable", "error", err, "retry_in", wait.Round(time.Millisecond).String(), "stderr", s.stderr.String())
-		select {
-		case <-p.ctx.Done():
+		if !p.pause(s, wait) {
 			return
-		case <-time.After(wait):
 		}
 		backoff = min(backoff*2, p.opts.RetryMax)
 	}
 }
 
+// pause waits before the next connection attempt: wait, or less when a caller is waiting
+// for the server, though never less than RetryMin, so a crash loop is never a busy loop. It
+// reports false when the pool is closing.
+func (p *Pool) pause(s *server, wait time.Duration) bool {
+	start := time.Now()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-p.ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	case <-s.wake:
+	}
+	t.Reset(p.opts.RetryMin - time.Since(start))
+	select {
+	case <-p.ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // connect makes one connection attempt and lists the server's tools.
 func (p *Pool) connect(s *server) error {
-	ctx, cancel := context.WithTimeout(p.ctx, p.opts.ConnectTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, s.startupTimeout(p))
 	defer cancel()
 	start := time.Now()
 	s.stderr.Reset()
@@ -292,6 +380,9 @@ func (p *Pool) connect(s *server) error {
 		p.notified(s, method, params)
 	}, peer)
 	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded && p.ctx.Err() == nil {
+			err = fmt.Errorf("not started within %v (startupTimeout): %w", s.startupTimeout(p), err)
+		}
 		return fmt.Errorf("connecting: %w", err)
 	}
 	tools, raws, err := p.list(ctx, s, conn)
@@ -308,11 +399,16 @@ func (p *Pool) connect(s *server) error {
 			s.log.Debug("upstream logging level not set", "error", err)
 		}
 	}
+	// A caller's demand made while the server was down is met now; left over, it would
+	// start the server again the next time it goes idle.
+	select {
+	case <-s.wake:
+	default:
+	}
 	s.mu.Lock()
-	s.conn, s.info, s.state, s.lastErr, s.summary = conn, info, StateConnected, nil, info.Summary
-	close(s.up)
-	s.up = make(chan struct{})
+	s.info, s.lastErr, s.summary, s.lastUsed = info, nil, info.Summary, time.Now()
 	s.tools, s.prompts, s.resources = tools, prompts, resources
+	s.setLocked(StateConnected, conn)
 	s.mu.Unlock()
 	s.log.Info("upstream connected", "tools", len(tools), "duration_ms", time.Since(start).Milliseconds())
 	p.rebuild()
@@ -354,20 +450,46 @@ func (s *server) toolsFrom(raws []json.RawMessage) []Tool {
 }
 
 // serve waits while the connection is healthy, re-listing when the server says its tools
-// changed. It returns why the connection ended.
+// changed. It returns why the connection ended: errIdle when the server had no request for
+// its idleTimeout.
 func (p *Pool) serve(s *server) error {
+	s.mu.Lock()
+	conn, info := s.conn, s.info
+	s.mu.Unlock()
+	var idle <-chan time.Time
+	if d := s.cfg.IdleTimeout; d > 0 {
+		idle = time.After(d)
+	}
 	for {
 		select {
 		case <-p.ctx.Done():
 			return p.ctx.Err()
-		case ev := <-s.events:
-			if ev == eventLost {
-				return ErrClosed
+		case <-conn.Lost():
+			return lostReason(conn)
+		case <-idle:
+			left := s.stopIfIdle()
+			if left > 0 {
+				idle = time.After(left)
+				continue
 			}
-			s.mu.Lock()
-			conn, info := s.conn, s.info
-			s.mu.Unlock()
-			ctx, cancel := context.WithTimeout(p.ctx, p.opts.ConnectTimeout)
+			if err := conn.Close(); err != nil {
+				s.log.Debug("upstream close", "error", err)
+			}
+			return errIdle
+		case ev := <-s.events:
+			switch ev {
+			case eventLost:
+				return lostReason(conn)
+			case eventProbe:
+				ctx, cancel := context.WithTimeout(p.ctx, p.opts.PingTimeout)
+				_, err := conn.Request(ctx, "ping", nil)
+				cancel()
+				if err != nil && p.ctx.Err() == nil {
+					return fmt.Errorf("stopped answering: a call timed out and ping failed: %w", err)
+				}
+				continue
+			}
+			ctx, cancel := context.WithTimeout(p.ctx, s.startupTimeout(p))
 			tools, raws, err := p.list(ctx, s, conn)
 			prompts, resources := p.listExtras(ctx, s, conn, info)
 			cancel()
@@ -384,16 +506,42 @@ func (p *Pool) serve(s *server) error {
 	}
 }
 
-// disconnect closes a server's connection and records why.
-func (p *Pool) disconnect(s *server, why error) {
+// stopIfIdle takes the connection away from callers, leaving the server idle, if it has
+// been unused for its idleTimeout; if not, it returns how long until it may be. A server
+// with a request in flight, or a resource subscription to keep, is never idle.
+func (s *server) stopIfIdle() (left time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.callers) > 0 || s.subs > 0 {
+		return s.cfg.IdleTimeout
+	}
+	if left := time.Until(s.lastUsed.Add(s.cfg.IdleTimeout)); left > 0 {
+		return left
+	}
+	s.setLocked(StateIdle, nil)
+	return 0
+}
+
+// lostReason says why a connection went away by itself.
+func lostReason(conn Conn) error {
+	if err := conn.Err(); err != nil {
+		return err
+	}
+	return ErrClosed
+}
+
+// disconnect closes a server's connection, leaving it in state, and records why.
+func (p *Pool) disconnect(s *server, why error, state State) {
 	s.mu.Lock()
 	conn := s.conn
-	s.conn = nil
-	if s.state != StateDisabled {
-		s.state = StateFailed
-	}
 	if why != nil {
 		s.lastErr = why
+		if conn == nil {
+			s.failures++
+		}
+	}
+	if s.state != StateDisabled {
+		s.setLocked(state, nil)
 	}
 	s.mu.Unlock()
 	if conn != nil {
@@ -573,14 +721,6 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 		return nil, fmt.Errorf("no tool %q", exposed)
 	}
 	s := p.byName[t.Server]
-	timeout := cmp.Or(s.cfg.CallTimeout, p.opts.CallTimeout)
-	conn, lastErr := s.awaitConn(ctx, timeout)
-	if conn == nil {
-		if lastErr != nil {
-			return nil, fmt.Errorf("upstream %q is not connected: %w", t.Server, lastErr)
-		}
-		return nil, fmt.Errorf("upstream %q is not connected", t.Server)
-	}
 	params := map[string]any{"name": t.Name}
 	if len(args) > 0 {
 		params["arguments"] = args
@@ -605,22 +745,117 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 	}
 	raw, _ := json.Marshal(params)
 	start := time.Now()
-	defer s.track(ctx)()
-	callCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	res, err := conn.Request(callCtx, "tools/call", json.RawMessage(raw))
-	if isClosed(err) {
-		p.signal(s, eventLost)
-	}
-	if ctx.Err() == nil && callCtx.Err() != nil {
-		err = fmt.Errorf("no answer within %v", timeout)
-	}
+	res, err := p.request(ctx, s, "tools/call", json.RawMessage(raw))
 	if err != nil {
 		s.log.Warn("upstream call failed", "tool", t.Name, "duration_ms", time.Since(start).Milliseconds(), "error", err)
 		return nil, fmt.Errorf("upstream %q: calling %s: %w", t.Server, t.Name, err)
 	}
 	s.log.Debug("upstream call", "tool", t.Name, "duration_ms", time.Since(start).Milliseconds())
 	return res, nil
+}
+
+// request sends one request to s and returns the raw result. A server that is down is
+// waited for, and an idle one started; the wait and the request together get the server's
+// callTimeout.
+func (p *Pool) request(ctx context.Context, s *server, method string, params any) (json.RawMessage, error) {
+	timeout := s.callTimeout(p)
+	reqCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for retried := false; ; retried = true {
+		conn, done, err := p.await(reqCtx, s)
+		if err != nil {
+			if ctx.Err() == nil && reqCtx.Err() != nil {
+				err = fmt.Errorf("not back within %v (callTimeout)", timeout)
+				if last := s.err(); last != nil {
+					err = fmt.Errorf("%w; last error: %w", err, last)
+				}
+			}
+			return nil, fmt.Errorf("not connected: %w", err)
+		}
+		res, err := conn.Request(reqCtx, method, params)
+		done()
+		switch {
+		case err == nil:
+			return res, nil
+		case errors.Is(err, ErrSessionLost) && !retried:
+			// The server forgot the session, so it never acted on this request: send it
+			// again once the connection is made anew.
+			p.signal(s, eventLost)
+			continue
+		case isClosed(err):
+			p.signal(s, eventLost)
+			return nil, withReason(conn, err)
+		case ctx.Err() == nil && reqCtx.Err() != nil:
+			// Either the tool is slow or the server has hung; a ping tells which.
+			p.signal(s, eventProbe)
+			return nil, fmt.Errorf("no answer within %v (callTimeout)", timeout)
+		}
+		return nil, err
+	}
+}
+
+// withReason adds why a connection went away to err, once the connection knows: a stdio
+// server's exit is reported a moment after its output ends.
+func withReason(conn Conn, err error) error {
+	select {
+	case <-conn.Lost():
+		if why := conn.Err(); why != nil {
+			return fmt.Errorf("%w (%v)", err, why)
+		}
+	case <-time.After(time.Second):
+	}
+	return err
+}
+
+// await returns s's connection, asking for the server to be started if it is idle or down
+// and waiting for it until ctx ends. A connection attempt that fails while it waits ends the
+// wait with that attempt's error. The caller is tracked (see caller) until it calls done;
+// taking the connection and becoming a caller are one step, so that an idle stop cannot
+// come between them.
+func (p *Pool) await(ctx context.Context, s *server) (conn Conn, done func(), err error) {
+	s.mu.Lock()
+	failures := s.failures
+	s.mu.Unlock()
+	for {
+		s.mu.Lock()
+		conn, state, lastErr, changed, failed := s.conn, s.state, s.lastErr, s.changed, s.failures > failures
+		if conn != nil && !isLost(conn) {
+			done := s.trackLocked(ctx)
+			s.mu.Unlock()
+			return conn, done, nil
+		}
+		s.mu.Unlock()
+		switch {
+		case state == StateDisabled:
+			return nil, nil, errors.New("disabled in the configuration")
+		case failed:
+			return nil, nil, lastErr
+		case state == StateFailed, state == StateIdle:
+			s.demand()
+		}
+		// A lost connection not yet replaced also ends in a change of state.
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+func isLost(conn Conn) bool {
+	select {
+	case <-conn.Lost():
+		return true
+	default:
+		return false
+	}
+}
+
+// err returns the server's last connection error.
+func (s *server) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastErr
 }
 
 // Catalog is an immutable snapshot of every upstream tool, prompt and resource, in
@@ -712,28 +947,6 @@ func LoadTools(file string) ([]Tool, error) {
 }
 
 func isClosed(err error) bool { return errors.Is(err, ErrClosed) }
-
-// awaitConn returns the server's connection. While the server is still on its first
-// connection attempt (its tools known from the cache), it waits for it, up to timeout.
-func (s *server) awaitConn(ctx context.Context, timeout time.Duration) (Conn, error) {
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	for {
-		s.mu.Lock()
-		conn, state, lastErr, up := s.conn, s.state, s.lastErr, s.up
-		s.mu.Unlock()
-		if conn != nil || state != StateStarting {
-			return conn, lastErr
-		}
-		select {
-		case <-up:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-timer.C:
-			return nil, fmt.Errorf("still starting after %v", timeout)
-		}
-	}
-}
 
 // WaitConnected blocks until every enabled server is connected or has failed a connection
 // attempt, or ctx ends. Unlike WaitStarted it does not count a cached catalog as started.

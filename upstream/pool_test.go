@@ -15,12 +15,26 @@ import (
 	"github.com/toolsift/toolsift/config"
 )
 
+// fakeConn is an in-memory server. The same one is returned by every dial in most tests,
+// so Close ends the current connection's Lost channel and the next dial gets a new one.
 type fakeConn struct {
 	mu     sync.Mutex
 	tools  []json.RawMessage
 	closed bool
+	lost   chan struct{}
 	call   func(params json.RawMessage) (json.RawMessage, error)
 }
+
+func (f *fakeConn) Lost() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lost == nil {
+		f.lost = make(chan struct{})
+	}
+	return f.lost
+}
+
+func (f *fakeConn) Err() error { return nil }
 
 func (f *fakeConn) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	switch method {
@@ -41,6 +55,10 @@ func (f *fakeConn) Request(ctx context.Context, method string, params any) (json
 func (f *fakeConn) Close() error {
 	f.mu.Lock()
 	f.closed = true
+	if f.lost != nil {
+		close(f.lost)
+		f.lost = nil
+	}
 	f.mu.Unlock()
 	return nil
 }

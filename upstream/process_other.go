@@ -1,0 +1,22 @@
+//go:build !unix
+
+package upstream
+
+import (
+	"os"
+	"os/exec"
+)
+
+const (
+	sigTerm = 0
+	sigKill = 1
+)
+
+func ownGroup(*exec.Cmd) {}
+
+// signalGroup stops the child; without process groups or SIGTERM, only outright.
+func signalGroup(cmd *exec.Cmd, sig int) {
+	if sig == sigKill || sig == sigTerm {
+		_ = cmd.Process.Signal(os.Kill)
+	}
+}

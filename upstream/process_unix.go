@@ -1,0 +1,25 @@
+//go:build unix
+
+package upstream
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+const (
+	sigTerm = syscall.SIGTERM
+	sigKill = syscall.SIGKILL
+)
+
+// ownGroup puts the child in a process group of its own, led by it.
+func ownGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// signalGroup sends sig to the child's process group. A group outlives its leader while
+// any member is left, and its ID cannot be reused meanwhile, so this is safe after the
+// child has exited.
+func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
+	_ = syscall.Kill(-cmd.Process.Pid, sig)
+}
