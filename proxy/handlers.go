@@ -133,10 +133,10 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		cat = s.ups.Catalog()
 		t, ok = cat.Lookup(args.Name)
 	}
-	if !ok {
-		return s.unknownTool(args.Name, pending), nil
-	}
 	sess := s.sessionFrom(ctx)
+	if !ok {
+		return s.unknownTool(sess, args.Name, pending), nil
+	}
 	// Announce before calling upstream, and flush before returning: a notification sent as
 	// a call's handler ends can be lost over streamable HTTP.
 	announced := !stable(ctx) && len(s.unlock(sess, cat, []string{t.Exposed})) > 0
@@ -184,9 +184,15 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 }
 
 // unknownTool explains why a name is not callable.
-func (s *Server) unknownTool(name string, pending []string) *mcp.CallToolResult {
+func (s *Server) unknownTool(sess *session, name string, pending []string) *mcp.CallToolResult {
 	if srv, denied := s.ups.Denied(name); denied {
 		return errorResult("tool %q of server %q is denied by toolsift's configuration (allow/deny lists).", name, srv)
+	}
+	sess.mu.Lock()
+	vanished := sess.isOpen[name]
+	sess.mu.Unlock()
+	if vanished {
+		return errorResult("tool %q is gone: its server no longer offers it (its tool list changed since you found it). Use tool_search to find what it offers now.", name)
 	}
 	msg := fmt.Sprintf("unknown tool %q: no connected server offers it. Use tool_search to find the right name.", name)
 	if len(pending) > 0 {

@@ -127,7 +127,7 @@ func TestSearchLiveConfigWithOverrides(t *testing.T) {
 
 func TestStatusCommand(t *testing.T) {
 	cfg := config(t, fmt.Sprintf("mcpServers:%s  broken:\n    command: %q\n    args: [\"--fail\", \"no token\"]\n", githubFixture(t, ""), fixtureBin))
-	env := append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	env := isolatedEnv(t)
 	status := func() string {
 		cmd := exec.Command(bin, "status", "--config", cfg, "--wait", "20s")
 		cmd.Env = env
@@ -138,13 +138,14 @@ func TestStatusCommand(t *testing.T) {
 		return string(out)
 	}
 	first := status()
-	github := regexp.MustCompile(`(?m)^github\s+connected\s+30\s+none\s*$`)
+	n := githubTools + fixtureBuiltins
+	github := regexp.MustCompile(fmt.Sprintf(`(?m)^github\s+connected\s+%d\s+none\s*$`, n))
 	broken := regexp.MustCompile(`(?m)^broken\s+failed\s+0\s+none\s+connecting: .+$`)
 	if !github.MatchString(first) || !broken.MatchString(first) {
 		t.Errorf("first status:\n%s", first)
 	}
 	// The first run cached github's catalog; the second reports its age.
-	if second := status(); !regexp.MustCompile(`(?m)^github\s+connected\s+30\s+\d+(\.\d+)?m?s\s*$`).MatchString(second) {
+	if second := status(); !regexp.MustCompile(fmt.Sprintf(`(?m)^github\s+connected\s+%d\s+\d+(\.\d+)?m?s\s*$`, n)).MatchString(second) {
 		t.Errorf("second status does not show a cache age:\n%s", second)
 	}
 }

@@ -47,18 +47,22 @@ func TestMain(m *testing.M) {
 	catalogs = filepath.Join(wd, "..", "..", "shared", "bench", "catalogs")
 	code := m.Run()
 	os.RemoveAll(dir)
+	if plain.toolsift != "" {
+		os.RemoveAll(filepath.Dir(plain.toolsift))
+	}
 	os.Exit(code)
 }
 
 // isolatedEnv is the environment for a process under test: its own cache directory, so
 // that no test sees another's cached catalogs.
-func isolatedEnv(t *testing.T) []string {
-	return append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+func isolatedEnv(t testing.TB) []string {
+	// GORACE: the race-enabled binaries would otherwise sleep a second before exiting.
+	return append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
 }
 
 // npmServer returns the path of a pinned npm server's executable, failing the test (not
 // skipping it) when `npm ci` has not been run in tests/.
-func npmServer(t *testing.T, name string) string {
+func npmServer(t testing.TB, name string) string {
 	t.Helper()
 	p := filepath.Join(nodeBin, name)
 	if _, err := os.Stat(p); err != nil {
@@ -67,7 +71,7 @@ func npmServer(t *testing.T, name string) string {
 	return p
 }
 
-func catalog(t *testing.T, name string) string {
+func catalog(t testing.TB, name string) string {
 	t.Helper()
 	p := filepath.Join(catalogs, name+".json")
 	if _, err := os.Stat(p); err != nil {
@@ -92,7 +96,7 @@ type message struct {
 // client is a minimal MCP client over a child process's stdio. It records every line the
 // child writes to stdout, so tests can check that all of it is JSON-RPC.
 type client struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *bytes.Buffer
@@ -110,13 +114,13 @@ type client struct {
 
 // start runs a command as an MCP server and returns a client for it. The process is stopped
 // when the test ends.
-func start(t *testing.T, name string, args ...string) *client {
+func start(t testing.TB, name string, args ...string) *client {
 	t.Helper()
 	return startWith(t, isolatedEnv(t), name, args...)
 }
 
 // startWith is start with the given environment.
-func startWith(t *testing.T, env []string, name string, args ...string) *client {
+func startWith(t testing.TB, env []string, name string, args ...string) *client {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = env
@@ -422,7 +426,7 @@ func (c *client) waitNotification(method string, n int, timeout time.Duration) b
 }
 
 // config writes a configuration file and returns its path.
-func config(t *testing.T, yaml string) string {
+func config(t testing.TB, yaml string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "toolsift.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
@@ -433,7 +437,7 @@ func config(t *testing.T, yaml string) string {
 
 // proxy starts toolsift on a configuration and initializes a session. When the test ends it
 // checks that every line toolsift wrote to stdout was a JSON-RPC message.
-func proxy(t *testing.T, yaml string) *client {
+func proxy(t testing.TB, yaml string) *client {
 	t.Helper()
 	c := start(t, bin, "--config", config(t, yaml), "--log-level", "debug")
 	t.Cleanup(func() { c.checkStdout() })

@@ -288,6 +288,9 @@ func (c *conn) Close() error {
 		err = c.client.Close()
 		if c.proc != nil {
 			err = errors.Join(err, c.proc.Close())
+			// The process has exited: let its exit status be the reason, as it is when it
+			// crashed and this Close only follows.
+			<-c.lost
 		}
 		c.markLost(errors.New("closed by toolsift"))
 	})

@@ -132,6 +132,15 @@ type Options struct {
 	// Client answers servers' sampling and elicitation requests and takes their log
 	// messages; nil means servers are told the client cannot sample or elicit.
 	Client Client
+	// MaxStarting bounds how many stdio servers start at once; 0 means 8. Forty npx
+	// servers started together compete for CPU and memory, and none is ready sooner for
+	// it; HTTP and SSE servers cost nothing here to connect and are not held back.
+	MaxStarting int
+	// CachedStartDelay holds back the start of servers whose catalog came from the cache:
+	// they have nothing urgent to do, and starting them at once would have them compete
+	// with the client's first requests for the CPU. A call to one starts it at once. 0
+	// means 1s; negative means no delay.
+	CachedStartDelay time.Duration
 	// CacheDir keeps each server's last catalog, so that a restart serves it at once while
 	// the server starts; empty means no cache.
 	CacheDir string
@@ -148,6 +157,9 @@ type Pool struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the servers' connection loops
 
+	// starting holds a token for each connection attempt under way (see MaxStarting).
+	starting chan struct{}
+
 	catalog atomic.Pointer[Catalog]
 	nextTok atomic.Int64
 	// progress maps a progress token sent upstream to the caller's handler.
@@ -163,8 +175,10 @@ type server struct {
 	// once when the cache has the server's catalog.
 	attempted     chan struct{}
 	attemptedOnce sync.Once
-	// events wakes the connection loop: the server changed its tools or went away.
-	events chan event
+	// relist wakes the connection loop: the server changed its lists.
+	relist chan struct{}
+	// trouble wakes the connection loop: a call found the connection gone or unanswering.
+	trouble chan trouble
 	// wake asks the connection loop for a connection now: a caller is waiting.
 	wake chan struct{}
 
@@ -186,14 +200,14 @@ type server struct {
 	changed chan struct{}
 }
 
-type event int
-
-const (
-	eventRelist event = iota
-	eventLost
-	// eventProbe asks for a ping: a call got no answer in time.
-	eventProbe
-)
+// trouble is what a call found wrong with a connection. It names the connection, since by
+// the time the loop reads it that one may have been replaced.
+type trouble struct {
+	conn Conn
+	// lost: the connection is gone; otherwise a call got no answer in time and a ping
+	// should tell whether the server still answers.
+	lost bool
+}
 
 // errIdle ends a connection that had no request for the server's idleTimeout.
 var errIdle = errors.New("idle")
@@ -242,17 +256,24 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = 2 * time.Minute
 	}
+	if opts.CachedStartDelay == 0 {
+		opts.CachedStartDelay = time.Second
+	}
+	if opts.MaxStarting == 0 {
+		opts.MaxStarting = 8
+	}
 	if opts.PingTimeout == 0 {
 		opts.PingTimeout = 5 * time.Second
 	}
-	p := &Pool{opts: opts, log: opts.Logger, byName: map[string]*server{}}
+	p := &Pool{opts: opts, log: opts.Logger, byName: map[string]*server{}, starting: make(chan struct{}, opts.MaxStarting)}
 	for _, cfg := range servers {
 		s := &server{
 			cfg:       cfg,
 			log:       p.log.With("upstream", cfg.Name),
 			stderr:    NewTail(2048),
 			attempted: make(chan struct{}),
-			events:    make(chan event, 1),
+			relist:    make(chan struct{}, 1),
+			trouble:   make(chan trouble, 1),
 			wake:      make(chan struct{}, 1),
 			state:     StateStarting,
 			changed:   make(chan struct{}),
@@ -260,14 +281,24 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 		if cfg.Disabled {
 			s.state = StateDisabled
 			s.attemptedOnce.Do(func() { close(s.attempted) })
-		} else if opts.CacheDir != "" {
-			p.loadCached(s)
-		}
-		if cfg.LazyStart && !s.cached.IsZero() {
-			s.state = StateIdle
 		}
 		p.servers = append(p.servers, s)
 		p.byName[cfg.Name] = s
+	}
+	if opts.CacheDir != "" {
+		// Decoding forty cached catalogs is most of toolsift's start-up time: spread it.
+		var wg sync.WaitGroup
+		for _, s := range p.servers {
+			if !s.cfg.Disabled {
+				wg.Go(func() { p.loadCached(s) })
+			}
+		}
+		wg.Wait()
+	}
+	for _, s := range p.servers {
+		if s.cfg.LazyStart && !s.cached.IsZero() {
+			s.state = StateIdle
+		}
 	}
 	p.catalog.Store(p.buildCatalog())
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -301,6 +332,20 @@ func (p *Pool) Close() error {
 // run owns one server's connection: connect, list, wait for trouble, repeat. A server
 // that is idle (lazyStart, idleTimeout) is started when a caller asks for it.
 func (p *Pool) run(s *server) {
+	s.mu.Lock()
+	hold := s.state == StateStarting && !s.cached.IsZero() && p.opts.CachedStartDelay > 0
+	s.mu.Unlock()
+	if hold {
+		t := time.NewTimer(p.opts.CachedStartDelay)
+		select {
+		case <-p.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		case <-s.wake:
+			t.Stop()
+		}
+	}
 	backoff := p.opts.RetryMin
 	for {
 		s.mu.Lock()
@@ -368,6 +413,14 @@ func (p *Pool) pause(s *server, wait time.Duration) bool {
 
 // connect makes one connection attempt and lists the server's tools.
 func (p *Pool) connect(s *server) error {
+	if s.cfg.Type == config.TypeStdio {
+		select {
+		case p.starting <- struct{}{}:
+			defer func() { <-p.starting }()
+		case <-p.ctx.Done():
+			return p.ctx.Err()
+		}
+	}
 	ctx, cancel := context.WithTimeout(p.ctx, s.startupTimeout(p))
 	defer cancel()
 	start := time.Now()
@@ -476,19 +529,22 @@ func (p *Pool) serve(s *server) error {
 				s.log.Debug("upstream close", "error", err)
 			}
 			return errIdle
-		case ev := <-s.events:
-			switch ev {
-			case eventLost:
-				return lostReason(conn)
-			case eventProbe:
-				ctx, cancel := context.WithTimeout(p.ctx, p.opts.PingTimeout)
-				_, err := conn.Request(ctx, "ping", nil)
-				cancel()
-				if err != nil && p.ctx.Err() == nil {
-					return fmt.Errorf("stopped answering: a call timed out and ping failed: %w", err)
-				}
+		case tr := <-s.trouble:
+			if tr.conn != conn {
 				continue
 			}
+			if tr.lost {
+				return lostReason(conn)
+			}
+			ctx, cancel := context.WithTimeout(p.ctx, p.opts.PingTimeout)
+			_, err := conn.Request(ctx, "ping", nil)
+			cancel()
+			// An error answer is still an answer.
+			var rpcErr *RPCError
+			if err != nil && !errors.As(err, &rpcErr) && p.ctx.Err() == nil {
+				return fmt.Errorf("stopped answering: a call timed out and ping failed: %w", err)
+			}
+		case <-s.relist:
 			ctx, cancel := context.WithTimeout(p.ctx, s.startupTimeout(p))
 			tools, raws, err := p.list(ctx, s, conn)
 			prompts, resources := p.listExtras(ctx, s, conn, info)
@@ -551,20 +607,21 @@ func (p *Pool) disconnect(s *server, why error, state State) {
 	}
 }
 
-func (p *Pool) signal(s *server, ev event) {
-	select {
-	case s.events <- ev:
-	default:
-		// An event is already pending; a lost connection must not be masked by a re-list.
-		if ev == eventLost {
-			select {
-			case <-s.events:
-			default:
-			}
-			select {
-			case s.events <- ev:
-			default:
-			}
+// report tells s's connection loop what a call found wrong with conn. A lost connection
+// replaces a pending probe; a probe never replaces anything.
+func (s *server) report(tr trouble) {
+	for {
+		select {
+		case s.trouble <- tr:
+			return
+		default:
+		}
+		if !tr.lost {
+			return
+		}
+		select {
+		case <-s.trouble:
+		default:
 		}
 	}
 }
@@ -573,7 +630,10 @@ func (p *Pool) signal(s *server, ev event) {
 func (p *Pool) notified(s *server, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-		p.signal(s, eventRelist)
+		select {
+		case s.relist <- struct{}{}:
+		default:
+		}
 	case "notifications/resources/updated":
 		if p.opts.Client != nil {
 			p.opts.Client.ResourceUpdated(params)
@@ -780,14 +840,14 @@ func (p *Pool) request(ctx context.Context, s *server, method string, params any
 		case errors.Is(err, ErrSessionLost) && !retried:
 			// The server forgot the session, so it never acted on this request: send it
 			// again once the connection is made anew.
-			p.signal(s, eventLost)
+			s.report(trouble{conn: conn, lost: true})
 			continue
 		case isClosed(err):
-			p.signal(s, eventLost)
+			s.report(trouble{conn: conn, lost: true})
 			return nil, withReason(conn, err)
 		case ctx.Err() == nil && reqCtx.Err() != nil:
 			// Either the tool is slow or the server has hung; a ping tells which.
-			p.signal(s, eventProbe)
+			s.report(trouble{conn: conn})
 			return nil, fmt.Errorf("no answer within %v (callTimeout)", timeout)
 		}
 		return nil, err
@@ -830,7 +890,8 @@ func (p *Pool) await(ctx context.Context, s *server) (conn Conn, done func(), er
 			return nil, nil, errors.New("disabled in the configuration")
 		case failed:
 			return nil, nil, lastErr
-		case state == StateFailed, state == StateIdle:
+		case state != StateConnected:
+			// Idle, down, or held back because its catalog is cached: needed now.
 			s.demand()
 		}
 		// A lost connection not yet replaced also ends in a change of state.

@@ -1,10 +1,12 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -281,4 +283,240 @@ func (c *timeoutConn) Request(ctx context.Context, method string, params any) (j
 	}
 	<-ctx.Done()
 	return nil, ctx.Err()
+}
+
+// scriptConn is one connection to a scripted server: answer decides each request, and
+// loseNow ends the connection as a crash would.
+type scriptConn struct {
+	answer func(ctx context.Context, method string, params any) (json.RawMessage, error)
+	lost   chan struct{}
+	once   sync.Once
+	calls  atomic.Int32
+}
+
+func newScriptConn(answer func(ctx context.Context, method string, params any) (json.RawMessage, error)) *scriptConn {
+	return &scriptConn{answer: answer, lost: make(chan struct{})}
+}
+
+func (c *scriptConn) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if method == "tools/list" {
+		return json.RawMessage(`{"tools":[{"name":"t"}]}`), nil
+	}
+	if method == "tools/call" {
+		c.calls.Add(1)
+	}
+	return c.answer(ctx, method, params)
+}
+func (c *scriptConn) loseNow()              { c.once.Do(func() { close(c.lost) }) }
+func (c *scriptConn) Close() error          { c.loseNow(); return nil }
+func (c *scriptConn) Lost() <-chan struct{} { return c.lost }
+func (c *scriptConn) Err() error            { return errors.New("scripted loss") }
+
+func echoAnswer(_ context.Context, _ string, params any) (json.RawMessage, error) {
+	return json.RawMessage(`{"content":[]}`), nil
+}
+
+// scriptedPool starts a pool whose n-th dial (from 1) is answered by dial(n).
+func scriptedPool(t *testing.T, opts Options, dial func(n int) (Conn, error)) *Pool {
+	t.Helper()
+	var dials atomic.Int32
+	opts.Dial = func(context.Context, config.Server, *Tail, Notify, Peer) (Conn, Info, error) {
+		c, err := dial(int(dials.Add(1)))
+		return c, Info{}, err
+	}
+	pool := NewPool([]config.Server{{Name: "s", Prefix: "s"}}, opts)
+	t.Cleanup(func() { pool.Close() })
+	pool.Start()
+	return pool
+}
+
+// TestCallWaitsForRestart: a call made while the server is down waits for the restart under
+// way and then goes through.
+func TestCallWaitsForRestart(t *testing.T) {
+	first := newScriptConn(echoAnswer)
+	restarting := make(chan struct{})
+	pool := scriptedPool(t, Options{RetryMin: time.Millisecond}, func(n int) (Conn, error) {
+		if n == 1 {
+			return first, nil
+		}
+		<-restarting
+		return newScriptConn(echoAnswer), nil
+	})
+	waitFor(t, "connection", func() bool { return pool.Statuses()[0].State == StateConnected })
+	first.loseNow()
+	waitFor(t, "the crash to be noticed", func() bool { return pool.Statuses()[0].State == StateFailed })
+	time.AfterFunc(50*time.Millisecond, func() { close(restarting) })
+	if _, err := pool.Call(context.Background(), "s__t", nil, nil, nil); err != nil {
+		t.Fatalf("call while the server restarted: %v", err)
+	}
+}
+
+// TestCallOnDeadServerFailsAtOnce: a server that cannot start does not hold a call for the
+// whole callTimeout; the call triggers an attempt and fails with that attempt's error.
+func TestCallOnDeadServerFailsAtOnce(t *testing.T) {
+	pool := scriptedPool(t, Options{RetryMin: 10 * time.Millisecond, RetryMax: time.Hour, CallTimeout: time.Hour},
+		func(n int) (Conn, error) { return nil, fmt.Errorf("boom %d", n) })
+	waitFor(t, "the first failure", func() bool { return pool.Statuses()[0].Err != nil })
+	// The catalog is empty, so call through Request, as prompts and resources do.
+	_, err := pool.Request(context.Background(), "s", "prompts/get", nil)
+	if err == nil || !strings.Contains(err.Error(), `upstream "s"`) || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("error = %v, want the server named and its attempt's error", err)
+	}
+	if strings.Contains(err.Error(), "boom 1") {
+		t.Errorf("error = %v: the call did not wait for a fresh attempt", err)
+	}
+}
+
+// TestSessionLostIsSentAgain: an HTTP server that forgot the session (404) never acted on
+// the request, so it is sent again, once, on a new session.
+func TestSessionLostIsSentAgain(t *testing.T) {
+	var conns []*scriptConn
+	var mu sync.Mutex
+	pool := scriptedPool(t, Options{RetryMin: time.Millisecond}, func(n int) (Conn, error) {
+		c := newScriptConn(echoAnswer)
+		if n == 1 {
+			c.answer = func(context.Context, string, any) (json.RawMessage, error) {
+				c.loseNow()
+				return nil, fmt.Errorf("tools/call: %w", ErrSessionLost)
+			}
+		}
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+		return c, nil
+	})
+	waitFor(t, "connection", func() bool { return len(pool.Catalog().Tools) == 1 })
+	if _, err := pool.Call(context.Background(), "s__t", nil, nil, nil); err != nil {
+		t.Fatalf("call across a lost session: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(conns) != 2 || conns[0].calls.Load() != 1 || conns[1].calls.Load() != 1 {
+		t.Errorf("%d connections; want the call sent once on each of 2", len(conns))
+	}
+}
+
+// TestUnansweringServerIsRestarted: after a call times out, a server that does not answer a
+// ping is restarted; one that answers, even with an error, is left alone.
+func TestUnansweringServerIsRestarted(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		ping        func(ctx context.Context) (json.RawMessage, error)
+		wantRestart bool
+	}{
+		{"hung", func(ctx context.Context) (json.RawMessage, error) { <-ctx.Done(); return nil, ctx.Err() }, true},
+		{"answers ping", func(context.Context) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }, false},
+		{"ping unknown", func(context.Context) (json.RawMessage, error) { return nil, &RPCError{Code: -32601} }, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var dials atomic.Int32
+			var logs lockedBuffer
+			pool := scriptedPool(t, Options{RetryMin: time.Millisecond, PingTimeout: 20 * time.Millisecond, CallTimeout: 20 * time.Millisecond,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+				func(int) (Conn, error) {
+					dials.Add(1)
+					return newScriptConn(func(ctx context.Context, method string, _ any) (json.RawMessage, error) {
+						if method == "ping" {
+							return tt.ping(ctx)
+						}
+						<-ctx.Done()
+						return nil, ctx.Err()
+					}), nil
+				})
+			waitFor(t, "connection", func() bool { return len(pool.Catalog().Tools) == 1 })
+			_, err := pool.Call(context.Background(), "s__t", nil, nil, nil)
+			if err == nil || !strings.Contains(err.Error(), "no answer within 20ms (callTimeout)") {
+				t.Fatalf("error = %v", err)
+			}
+			if tt.wantRestart {
+				waitFor(t, "restart", func() bool { return dials.Load() == 2 })
+				if !strings.Contains(logs.String(), "stopped answering") {
+					t.Errorf("log does not say why the server was restarted:\n%s", logs.String())
+				}
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // a restart would come within a few ms
+			if n := dials.Load(); n != 1 {
+				t.Errorf("%d dials: a server that answers ping was restarted", n)
+			}
+		})
+	}
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestStartsAreBounded: no more than MaxStarting stdio servers start at once, and all of
+// them start.
+func TestStartsAreBounded(t *testing.T) {
+	var inFlight, most atomic.Int32
+	var servers []config.Server
+	for i := range 12 {
+		servers = append(servers, config.Server{Name: fmt.Sprint("s", i), Prefix: fmt.Sprint("s", i), Type: config.TypeStdio})
+	}
+	pool := NewPool(servers, Options{
+		MaxStarting: 3,
+		Dial: func(context.Context, config.Server, *Tail, Notify, Peer) (Conn, Info, error) {
+			n := inFlight.Add(1)
+			for {
+				m := most.Load()
+				if n <= m || most.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+			inFlight.Add(-1)
+			return newScriptConn(echoAnswer), Info{}, nil
+		},
+	})
+	defer pool.Close()
+	pool.Start()
+	waitFor(t, "every server", func() bool { return len(pool.Catalog().Tools) == 12 })
+	if m := most.Load(); m > 3 || m < 2 {
+		t.Errorf("%d servers started at once, want at most 3 (and more than 1)", m)
+	}
+}
+
+// TestCachedServerStartsLaterUnlessCalled: a server whose catalog is cached is started
+// after CachedStartDelay, or at once when a call needs it.
+func TestCachedServerStartsLaterUnlessCalled(t *testing.T) {
+	cache := t.TempDir()
+	srv := config.Server{Name: "s", Prefix: "s"}
+	if err := saveCache(cache, srv, &cacheEntry{Server: "s", Saved: time.Now(), Tools: []json.RawMessage{rawTool("t")}}); err != nil {
+		t.Fatal(err)
+	}
+	var dials atomic.Int32
+	pool := NewPool([]config.Server{srv}, Options{
+		CacheDir: cache, CachedStartDelay: time.Hour,
+		Dial: func(context.Context, config.Server, *Tail, Notify, Peer) (Conn, Info, error) {
+			dials.Add(1)
+			return newScriptConn(echoAnswer), Info{}, nil
+		},
+	})
+	defer pool.Close()
+	pool.Start()
+	time.Sleep(20 * time.Millisecond)
+	if n := dials.Load(); n != 0 {
+		t.Fatalf("%d dials before the delay or a call", n)
+	}
+	if _, err := pool.Call(context.Background(), "s__t", nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("%d dials after a call, want 1", n)
+	}
 }

@@ -1,0 +1,286 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// starts returns the PIDs the fixture recorded in a --pid-dir, one per start.
+func starts(t *testing.T, dir string) []int {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// procStat returns a process's parent PID and state letter; zero and "" if it is gone.
+func procStat(pid int) (ppid int, state string) {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, ""
+	}
+	rest := string(data[strings.LastIndexByte(string(data), ')')+1:])
+	fields := strings.Fields(rest)
+	ppid, _ = strconv.Atoi(fields[1])
+	return ppid, fields[0]
+}
+
+// running reports whether pid is a live process (not gone, not a zombie).
+func running(pid int) bool {
+	_, state := procStat(pid)
+	return state != "" && state != "Z"
+}
+
+// childrenOf returns the PIDs of the processes whose parent is pid, zombies included.
+func childrenOf(t testing.TB, pid int) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc on this system")
+	}
+	var out []int
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _ := procStat(p); ppid == pid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// eventually polls cond until it holds, failing the test after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLazyStartAndIdleStop: with lazyStart and a cached catalog, toolsift answers
+// initialize, tools/list and tool_search without starting the server; the first call starts
+// it; idleTimeout stops it (and it is reaped); the next call starts it again.
+func TestLazyStartAndIdleStop(t *testing.T) {
+	dir := t.TempDir()
+	env := isolatedEnv(t)
+	cfg := config(t, fmt.Sprintf(`lazyStart: true
+mcpServers:
+  github:
+    command: %q
+    args: ["--catalog", %q, "--pid-dir", %q, "--start-delay", "300ms"]
+    idleTimeout: 1s
+`, fixtureBin, catalog(t, "github"), dir))
+
+	// No cache yet: the server is started to learn its tools.
+	first := startWith(t, env, bin, "--config", cfg)
+	first.initialize()
+	if sr := first.search("create issue", 1); len(sr.Matches) != 1 {
+		t.Fatalf("first run: %+v", sr)
+	}
+	first.stdin.Close()
+	<-first.done
+	pids := starts(t, dir)
+	if len(pids) != 1 {
+		t.Fatalf("first run started the server %d times", len(pids))
+	}
+	eventually(t, 10*time.Second, "the server to stop with toolsift", func() bool { return !running(pids[0]) })
+
+	second := startWith(t, env, bin, "--config", cfg, "--log-level", "debug")
+	t.Cleanup(func() { second.checkStdout() })
+	second.initialize()
+	second.listTools()
+	sr := second.search("create issue", 1)
+	if len(sr.Matches) != 1 || sr.Matches[0].Name != "github__create_issue" || len(sr.Unavailable) != 0 {
+		t.Fatalf("search from the cache = %+v", sr)
+	}
+	if n := len(starts(t, dir)); n != 1 {
+		t.Fatalf("the lazy server was started before any call (%d starts)", n)
+	}
+	for round := 2; round <= 3; round++ {
+		res, _ := second.call("github__create_issue", map[string]any{"owner": "o", "repo": "r", "title": "t"})
+		if res.IsError {
+			t.Fatalf("round %d: call of a lazy server: %s", round, res.Text())
+		}
+		pids := starts(t, dir)
+		if len(pids) != round {
+			t.Fatalf("round %d: %d starts", round, len(pids))
+		}
+		slices.Sort(pids)
+		newest := pids[len(pids)-1]
+		eventually(t, 10*time.Second, "the idle server to stop", func() bool { return !running(newest) })
+	}
+	if !strings.Contains(second.Stderr(), "upstream stopped while idle") {
+		t.Errorf("no log of the idle stop:\n%s", second.Stderr())
+	}
+}
+
+// TestCrashOnAGivenCall: the fixture exits on its second call; that call is an error naming
+// the server, and the third call gets a fresh server (whose own second call would crash).
+func TestCrashOnAGivenCall(t *testing.T) {
+	dir := t.TempDir()
+	c := proxy(t, fmt.Sprintf(`mcpServers:
+  flaky:
+    command: %q
+    args: ["--crash-on-call", "2", "--pid-dir", %q]
+`, fixtureBin, dir))
+	c.search("select:flaky__echo", 1)
+	for i, wantErr := range []bool{false, true, false} {
+		res, _ := c.call("flaky__echo", map[string]any{"message": i})
+		if res.IsError != wantErr {
+			t.Fatalf("call %d: isError = %v: %s", i+1, res.IsError, res.Text())
+		}
+		if wantErr && (!strings.Contains(res.Text(), `upstream "flaky"`) || !strings.Contains(res.Text(), "exit status 4")) {
+			t.Errorf("crash result %q does not name the server and the exit status", res.Text())
+		}
+	}
+	if n := len(starts(t, dir)); n != 2 {
+		t.Errorf("%d starts, want 2", n)
+	}
+}
+
+// TestHungCallAndFrozenServer: a tool that never answers becomes an error after callTimeout
+// while its server keeps serving; a server that stops answering altogether is detected by a
+// ping, stopped (SIGTERM, then SIGKILL) and restarted.
+func TestHungCallAndFrozenServer(t *testing.T) {
+	dir := t.TempDir()
+	c := proxy(t, fmt.Sprintf(`mcpServers:
+  slow:
+    command: %q
+    args: ["--pid-dir", %q]
+    callTimeout: 1s
+`, fixtureBin, dir))
+	c.search("select:slow__hang,slow__freeze,slow__echo", 3)
+	res, _ := c.call("slow__hang", map[string]any{})
+	if !res.IsError || !strings.Contains(res.Text(), `upstream "slow"`) || !strings.Contains(res.Text(), "no answer within 1s") {
+		t.Fatalf("hung call = %+v", res)
+	}
+	if res, _ := c.call("slow__echo", map[string]any{}); res.IsError {
+		t.Fatalf("echo after a hung call: %s", res.Text())
+	}
+	if n := len(starts(t, dir)); n != 1 {
+		t.Fatalf("a server that still answers was restarted (%d starts)", n)
+	}
+
+	res, _ = c.call("slow__freeze", map[string]any{})
+	if !res.IsError || !strings.Contains(res.Text(), "no answer within 1s") {
+		t.Fatalf("call that froze the server = %+v", res)
+	}
+	frozen := starts(t, dir)[0]
+	eventually(t, 30*time.Second, "a restarted server to answer", func() bool {
+		res, _ := c.call("slow__echo", map[string]any{})
+		return !res.IsError
+	})
+	if n := len(starts(t, dir)); n != 2 {
+		t.Errorf("%d starts, want 2", n)
+	}
+	if running(frozen) {
+		t.Errorf("the frozen server %d was not stopped", frozen)
+	}
+	if !strings.Contains(c.Stderr(), "stopped answering") {
+		t.Errorf("the log does not say why the server was restarted")
+	}
+}
+
+// TestToolListChanges: the server removes a tool the session unlocked; the session is told
+// to re-list, the tool is gone from its list, and calling it says so.
+func TestToolListChanges(t *testing.T) {
+	c := proxy(t, "mcpServers:"+githubFixture(t, ""))
+	c.search("select:github__retool", 1)
+	if res, _ := c.call("github__retool", map[string]any{"add": []string{"temp_tool"}}); res.IsError {
+		t.Fatal(res.Text())
+	}
+	eventually(t, 10*time.Second, "the new tool to be found", func() bool {
+		return len(c.search("select:github__temp_tool", 1).Matches) == 1
+	})
+	if !slices.Contains(names(c.listTools()), "github__temp_tool") {
+		t.Fatal("unlocked tool not listed")
+	}
+	before := c.notifications(listChanged)
+	if res, _ := c.call("github__retool", map[string]any{"remove": []string{"temp_tool"}}); res.IsError {
+		t.Fatal(res.Text())
+	}
+	if !c.waitNotification(listChanged, before+1, 10*time.Second) {
+		t.Fatal("no list_changed after an unlocked tool vanished")
+	}
+	eventually(t, 10*time.Second, "the vanished tool to leave the list", func() bool {
+		return !slices.Contains(names(c.listTools()), "github__temp_tool")
+	})
+	res, _ := c.call("github__temp_tool", map[string]any{})
+	if !res.IsError || !strings.Contains(res.Text(), "is gone") {
+		t.Errorf("call of a vanished tool = %+v", res)
+	}
+}
+
+// TestRealServerKilledMidSession: server-memory, SIGKILLed between two calls, is reaped and
+// restarted, and the session goes on with its data.
+func TestRealServerKilledMidSession(t *testing.T) {
+	c := proxy(t, "mcpServers:"+memoryServer(t))
+	c.search("select:memory__create_entities,memory__read_graph", 2)
+	res, _ := c.call("memory__create_entities", map[string]any{"entities": []map[string]any{
+		{"name": "toolsift", "entityType": "project", "observations": []string{"survives SIGKILL"}},
+	}})
+	if res.IsError {
+		t.Fatal(res.Text())
+	}
+	kids := childrenOf(t, c.cmd.Process.Pid)
+	if len(kids) != 1 {
+		t.Fatalf("toolsift has %d children, want 1 (server-memory)", len(kids))
+	}
+	if err := syscall.Kill(kids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "toolsift to notice", func() bool {
+		return strings.Contains(c.Stderr(), "signal: killed")
+	})
+	res, _ = c.call("memory__read_graph", map[string]any{})
+	if res.IsError || !strings.Contains(res.Text(), "survives SIGKILL") {
+		t.Fatalf("read_graph after SIGKILL = %+v", res)
+	}
+	now := childrenOf(t, c.cmd.Process.Pid)
+	if len(now) != 1 || now[0] == kids[0] {
+		t.Errorf("children after the restart = %v (killed: %d): want one new one, the old reaped", now, kids[0])
+	}
+}
+
+// TestHTTPUpstreamForgetsSession: an HTTP server restarted on the same address answers the
+// old session with 404; toolsift starts a new session and sends the call again, so the
+// client never sees the restart.
+func TestHTTPUpstreamForgetsSession(t *testing.T) {
+	base, first := startHTTPFixtureAt(t, "127.0.0.1:0", "--stateful")
+	c := proxy(t, fmt.Sprintf("mcpServers:\n  web:\n    url: %s/mcp\n", base))
+	c.search("select:web__echo", 1)
+	if res, _ := c.call("web__echo", map[string]any{"n": 1}); res.IsError {
+		t.Fatal(res.Text())
+	}
+	first.cmd.Process.Kill()
+	<-first.done
+	startHTTPFixtureAt(t, strings.TrimPrefix(base, "http://"), "--stateful")
+	res, _ := c.call("web__echo", map[string]any{"n": 2})
+	if res.IsError || !strings.Contains(res.Text(), `"n":2`) {
+		t.Fatalf("call after the server restarted = %+v", res)
+	}
+	if !strings.Contains(c.Stderr(), "session ended by the server") {
+		t.Errorf("the log does not show the lost session")
+	}
+}
