@@ -267,7 +267,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		cfg.Servers[i].LazyStart = false
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir()})
+	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), CachedStartDelay: -1})
 	defer pool.Close()
 	cached := map[string]time.Time{}
 	for _, st := range pool.Statuses() {

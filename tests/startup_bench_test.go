@@ -14,9 +14,9 @@ import (
 )
 
 var plain struct {
-	once             sync.Once
+	once              sync.Once
 	toolsift, fixture string
-	err              error
+	err               error
 }
 
 // plainBuilds builds toolsift and the fixture without the race detector, which would

@@ -83,16 +83,25 @@ func (p *Pool) Request(ctx context.Context, serverName, method string, params an
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: %s: %w", serverName, method, err)
 	}
-	// A server holding subscriptions is not stopped when idle: its updates would be lost.
-	switch method {
-	case "resources/subscribe":
-		s.mu.Lock()
-		s.subs++
-		s.mu.Unlock()
-	case "resources/unsubscribe":
-		s.mu.Lock()
-		s.subs = max(s.subs-1, 0)
-		s.mu.Unlock()
+	// Subscriptions are remembered, to be renewed when the server restarts, and a server
+	// holding any is not stopped when idle: its updates would be lost.
+	if method == "resources/subscribe" || method == "resources/unsubscribe" {
+		var p struct {
+			URI string `json:"uri"`
+		}
+		b, _ := json.Marshal(params)
+		if json.Unmarshal(b, &p) == nil && p.URI != "" {
+			s.mu.Lock()
+			if method == "resources/subscribe" {
+				if s.subs == nil {
+					s.subs = map[string]bool{}
+				}
+				s.subs[p.URI] = true
+			} else {
+				delete(s.subs, p.URI)
+			}
+			s.mu.Unlock()
+		}
 	}
 	return res, nil
 }

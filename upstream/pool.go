@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -185,12 +187,13 @@ type server struct {
 	mu        sync.Mutex        // guards the fields below
 	callers   []context.Context // requests in flight, oldest first
 	lastUsed  time.Time         // when a request last started or ended
-	subs      int               // resource subscriptions held upstream
+	subs      map[string]bool   // URIs of the resource subscriptions held upstream
 	conn      Conn
 	info      Info
 	state     State
 	lastErr   error
 	failures  int // connection attempts that failed, ever
+	connects  int // connections made, ever
 	summary   string
 	tools     []Tool
 	prompts   []Prompt
@@ -445,6 +448,7 @@ func (p *Pool) connect(s *server) error {
 	}
 	prompts, resources := p.listExtras(ctx, s, conn, info)
 	p.save(s, info, raws, prompts, resources)
+	p.resubscribe(ctx, s, conn)
 	if info.Logging && p.opts.Client != nil {
 		// Ask for every message: each client session gets those at or above the level it
 		// set, and a server's default would hide them from all.
@@ -460,12 +464,27 @@ func (p *Pool) connect(s *server) error {
 	}
 	s.mu.Lock()
 	s.info, s.lastErr, s.summary, s.lastUsed = info, nil, info.Summary, time.Now()
+	s.connects++
+	restarts := s.connects - 1
 	s.tools, s.prompts, s.resources = tools, prompts, resources
 	s.setLocked(StateConnected, conn)
 	s.mu.Unlock()
-	s.log.Info("upstream connected", "tools", len(tools), "duration_ms", time.Since(start).Milliseconds())
+	s.log.Info("upstream connected", "tools", len(tools), "duration_ms", time.Since(start).Milliseconds(), "restarts", restarts)
 	p.rebuild()
 	return nil
+}
+
+// resubscribe renews, on a new connection, the resource subscriptions clients hold: the
+// server that crashed or was stopped when idle has forgotten them.
+func (p *Pool) resubscribe(ctx context.Context, s *server, conn Conn) {
+	s.mu.Lock()
+	uris := slices.Sorted(maps.Keys(s.subs))
+	s.mu.Unlock()
+	for _, uri := range uris {
+		if _, err := conn.Request(ctx, "resources/subscribe", map[string]string{"uri": uri}); err != nil {
+			s.log.Warn("resource subscription not renewed", "uri", uri, "error", err)
+		}
+	}
 }
 
 // list fetches and filters a server's tools.
@@ -568,7 +587,7 @@ func (p *Pool) serve(s *server) error {
 func (s *server) stopIfIdle() (left time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.callers) > 0 || s.subs > 0 {
+	if len(s.callers) > 0 || len(s.subs) > 0 {
 		return s.cfg.IdleTimeout
 	}
 	if left := time.Until(s.lastUsed.Add(s.cfg.IdleTimeout)); left > 0 {

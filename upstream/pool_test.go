@@ -520,3 +520,47 @@ func TestCachedServerStartsLaterUnlessCalled(t *testing.T) {
 		t.Errorf("%d dials after a call, want 1", n)
 	}
 }
+
+// TestSubscriptionsAreRenewed: a server that restarts is subscribed again to what clients
+// hold, and not to what they gave up.
+func TestSubscriptionsAreRenewed(t *testing.T) {
+	var mu sync.Mutex
+	var conns []*scriptConn
+	subscribed := map[int][]string{} // by connection number
+	pool := scriptedPool(t, Options{RetryMin: time.Millisecond}, func(n int) (Conn, error) {
+		c := newScriptConn(func(_ context.Context, method string, params any) (json.RawMessage, error) {
+			if method == "resources/subscribe" {
+				mu.Lock()
+				subscribed[n] = append(subscribed[n], params.(map[string]string)["uri"])
+				mu.Unlock()
+			}
+			return json.RawMessage(`{}`), nil
+		})
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+		return c, nil
+	})
+	waitFor(t, "connection", func() bool { return pool.Statuses()[0].State == StateConnected })
+	ctx := context.Background()
+	for _, r := range []struct{ method, uri string }{
+		{"resources/subscribe", "file:///a"}, {"resources/subscribe", "file:///b"}, {"resources/unsubscribe", "file:///a"},
+	} {
+		if _, err := pool.Request(ctx, "s", r.method, map[string]string{"uri": r.uri}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	conns[0].loseNow()
+	mu.Unlock()
+	waitFor(t, "reconnection", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(conns) == 2 && pool.Statuses()[0].State == StateConnected
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if got := subscribed[2]; !slices.Equal(got, []string{"file:///b"}) {
+		t.Errorf("renewed subscriptions = %q, want [file:///b]", got)
+	}
+}
