@@ -265,17 +265,22 @@ func TestRealServerKilledMidSession(t *testing.T) {
 
 // TestHTTPUpstreamForgetsSession: an HTTP server restarted on the same address answers the
 // old session with 404; toolsift starts a new session and sends the call again, so the
-// client never sees the restart.
+// client never sees the restart. While the server is down, calls fail at once naming it and
+// searches list it as unavailable; when it is back, calls go through again.
 func TestHTTPUpstreamForgetsSession(t *testing.T) {
-	base, first := startHTTPFixtureAt(t, "127.0.0.1:0", "--stateful")
+	base, fixture := startHTTPFixtureAt(t, "127.0.0.1:0", "--stateful")
+	addr := strings.TrimPrefix(base, "http://")
 	c := proxy(t, fmt.Sprintf("mcpServers:\n  web:\n    url: %s/mcp\n", base))
 	c.search("select:web__echo", 1)
 	if res, _ := c.call("web__echo", map[string]any{"n": 1}); res.IsError {
 		t.Fatal(res.Text())
 	}
-	first.cmd.Process.Kill()
-	<-first.done
-	startHTTPFixtureAt(t, strings.TrimPrefix(base, "http://"), "--stateful")
+	stop := func() {
+		fixture.cmd.Process.Kill()
+		<-fixture.done
+	}
+	stop()
+	_, fixture = startHTTPFixtureAt(t, addr, "--stateful")
 	res, _ := c.call("web__echo", map[string]any{"n": 2})
 	if res.IsError || !strings.Contains(res.Text(), `"n":2`) {
 		t.Fatalf("call after the server restarted = %+v", res)
@@ -283,4 +288,18 @@ func TestHTTPUpstreamForgetsSession(t *testing.T) {
 	if !strings.Contains(c.Stderr(), "session ended by the server") {
 		t.Errorf("the log does not show the lost session")
 	}
+
+	stop()
+	res, _ = c.call("web__echo", map[string]any{"n": 3})
+	if !res.IsError || !strings.Contains(res.Text(), `upstream "web"`) || !strings.Contains(res.Text(), "unreachable") {
+		t.Fatalf("call while the server is down = %+v", res)
+	}
+	if sr := c.search("echo", 1); !slices.Contains(sr.Unavailable, "web (failed)") {
+		t.Errorf("unavailable = %q while the server is down", sr.Unavailable)
+	}
+	startHTTPFixtureAt(t, addr, "--stateful")
+	eventually(t, 10*time.Second, "calls to go through once the server is back", func() bool {
+		res, _ := c.call("web__echo", map[string]any{"n": 4})
+		return !res.IsError
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -205,6 +206,13 @@ func (c *conn) Request(ctx context.Context, method string, params any) (json.Raw
 			return nil, ctx.Err()
 		}
 		if errors.Is(err, transport.ErrTransportClosed) {
+			return nil, fmt.Errorf("%s: %w", method, ErrClosed)
+		}
+		var unreachable *url.Error
+		if c.proc == nil && errors.As(err, &unreachable) {
+			// The HTTP server is down or went away mid-answer: reconnect, so that its state
+			// shows and a call waits for it to come back, as for a crashed process.
+			c.markLost(fmt.Errorf("unreachable: %v", unreachable.Err))
 			return nil, fmt.Errorf("%s: %w", method, ErrClosed)
 		}
 		if errors.Is(err, transport.ErrSessionTerminated) {
