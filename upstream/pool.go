@@ -405,7 +405,7 @@ func (p *Pool) pause(s *server, wait time.Duration) bool {
 		return true
 	case <-s.wake:
 	}
-	t.Reset(p.opts.RetryMin - time.Since(start))
+	t.Reset(min(wait, p.opts.RetryMin) - time.Since(start))
 	select {
 	case <-p.ctx.Done():
 		return false
@@ -435,16 +435,19 @@ func (p *Pool) connect(s *server) error {
 	conn, info, err := p.opts.Dial(ctx, s.cfg, s.stderr, func(method string, params json.RawMessage) {
 		p.notified(s, method, params)
 	}, peer)
-	if err != nil {
+	timedOut := func(err error) error {
 		if ctx.Err() == context.DeadlineExceeded && p.ctx.Err() == nil {
-			err = fmt.Errorf("not started within %v (startupTimeout): %w", s.startupTimeout(p), err)
+			return fmt.Errorf("not started within %v (startupTimeout): %w", s.startupTimeout(p), err)
 		}
-		return fmt.Errorf("connecting: %w", err)
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("connecting: %w", timedOut(err))
 	}
 	tools, raws, err := p.list(ctx, s, conn)
 	if err != nil {
 		_ = conn.Close()
-		return err
+		return timedOut(err)
 	}
 	prompts, resources := p.listExtras(ctx, s, conn, info)
 	p.save(s, info, raws, prompts, resources)
