@@ -140,7 +140,7 @@ func TestStatusCommand(t *testing.T) {
 	first := status()
 	n := githubTools + fixtureBuiltins
 	github := regexp.MustCompile(fmt.Sprintf(`(?m)^github\s+connected\s+%d\s+none\s*$`, n))
-	broken := regexp.MustCompile(`(?m)^broken\s+failed\s+0\s+none\s+connecting: .+$`)
+	broken := regexp.MustCompile(`(?m)^broken\s+failed\s+0\s+none\s+connecting: .+; stderr: no token$`)
 	if !github.MatchString(first) || !broken.MatchString(first) {
 		t.Errorf("first status:\n%s", first)
 	}

@@ -366,6 +366,11 @@ func (p *Pool) run(s *server) {
 			s.log.Info("upstream starting on demand")
 		}
 		err := p.connect(s)
+		if err != nil && p.ctx.Err() == nil {
+			if why := explain(s.stderr.String()); why != "" {
+				err = fmt.Errorf("%w; stderr: %s", err, why)
+			}
+		}
 		s.attemptedOnce.Do(func() { close(s.attempted) })
 		if err == nil {
 			backoff = p.opts.RetryMin
