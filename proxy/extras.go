@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -116,9 +117,40 @@ func (s *Server) syncExtras() {
 		}
 		resources = append(resources, server.ServerResource{Resource: res, Handler: s.readResource(r.Server)})
 	}
-	s.mcp.SetPrompts(prompts...)
-	s.mcp.SetResources(resources...)
-	s.mcp.SetResourceTemplates(templates...)
+	// Each Set tells every session its list changed: only when it did, so that a server
+	// that reconnects with what it had does not disturb anyone.
+	if key := promptsKey(cat.Prompts); key != s.extrasKeys[0] {
+		s.extrasKeys[0] = key
+		s.mcp.SetPrompts(prompts...)
+	}
+	if key := resourcesKey(cat.Resources, false); key != s.extrasKeys[1] {
+		s.extrasKeys[1] = key
+		s.mcp.SetResources(resources...)
+	}
+	if key := resourcesKey(cat.Resources, true); key != s.extrasKeys[2] {
+		s.extrasKeys[2] = key
+		s.mcp.SetResourceTemplates(templates...)
+	}
+}
+
+// promptsKey and resourcesKey sum up what clients are shown of prompts and of resources or
+// templates: the same key, the same list.
+func promptsKey(prompts []upstream.Prompt) string {
+	h := sha256.New()
+	for _, p := range prompts {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", p.Server, p.Exposed, p.Raw)
+	}
+	return string(h.Sum(nil))
+}
+
+func resourcesKey(resources []upstream.Resource, templates bool) string {
+	h := sha256.New()
+	for _, r := range resources {
+		if r.Template == templates {
+			fmt.Fprintf(h, "%s\x00%s\x00%s\x00", r.Server, r.URI, r.Raw)
+		}
+	}
+	return string(h.Sum(nil))
 }
 
 // getPrompt forwards prompts/get to the prompt's server under its own name.

@@ -73,8 +73,11 @@ type Server struct {
 	index   *search.Index
 	indexed *upstream.Catalog // the catalog index was built from
 
-	extrasMu  sync.Mutex        // guards extrasFor, and serialises registration with mcp-go
+	extrasMu  sync.Mutex        // guards extrasFor and extrasKeys, and serialises registration with mcp-go
 	extrasFor *upstream.Catalog // the catalog whose prompts and resources are registered
+	// extrasKeys sum up the registered prompts, resources and templates (promptsKey,
+	// resourcesKey).
+	extrasKeys [3]string
 }
 
 // session is one client session's view.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -447,5 +448,82 @@ func TestChangedToolsNotifyOnlyTheirSessions(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if count(b) != beforeB {
 		t.Errorf("a session whose tools did not change got %d list_changed", count(b)-beforeB)
+	}
+}
+
+// TestRelistWithSameCatalogDisturbsNobody: a server that re-lists (or reconnects) with what
+// it had sends no session any list_changed, of tools, prompts or resources.
+func TestRelistWithSameCatalogDisturbsNobody(t *testing.T) {
+	gh := &fakeConn{tools: []json.RawMessage{tool("create_issue", "Create an issue")}}
+	var mu sync.Mutex
+	var notify upstream.Notify
+	var p *Server
+	pool := upstream.NewPool([]config.Server{{Name: "gh", Prefix: "gh", Type: config.TypeStdio, Command: "x"}}, upstream.Options{
+		OnChange: func() { p.CatalogChanged() },
+		Dial: func(_ context.Context, _ config.Server, _ *upstream.Tail, n upstream.Notify, _ upstream.Peer) (upstream.Conn, upstream.Info, error) {
+			mu.Lock()
+			notify = n
+			mu.Unlock()
+			return gh, upstream.Info{}, nil
+		},
+	})
+	p = New(pool, Options{ListWait: 50 * time.Millisecond})
+	pool.Start()
+	t.Cleanup(func() { pool.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pool.WaitStarted(ctx)
+	h, shutdown := p.HTTPHandler(HTTPOptions{})
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	t.Cleanup(func() { shutdown(context.Background()) })
+
+	a := connect(t, hs.URL+"/mcp")
+	var others atomic.Int32
+	a.OnNotification(func(n mcp.JSONRPCNotification) {
+		if strings.HasSuffix(n.Method, "/list_changed") {
+			others.Add(1)
+		}
+	})
+	a.call(t, "call_tool", map[string]any{"name": "gh__create_issue"})
+	time.Sleep(100 * time.Millisecond)
+	before := others.Load()
+	mu.Lock()
+	n := notify
+	mu.Unlock()
+	n("notifications/tools/list_changed", nil)
+	n("notifications/prompts/list_changed", nil)
+	time.Sleep(300 * time.Millisecond) // a notification would arrive within milliseconds
+	if got := others.Load() - before; got != 0 {
+		t.Errorf("%d list_changed after a re-list that changed nothing", got)
+	}
+}
+
+// TestDirectoryListsServersWithKnownTools: tool_search's description lists a server whose
+// tools are known even while it starts or restarts, so that it does not change, and every
+// prompt with it, each time one does.
+func TestDirectoryListsServersWithKnownTools(t *testing.T) {
+	desc := searchToolDef([]upstream.Status{
+		{Name: "up", State: upstream.StateConnected, Tools: 3, Summary: "Up"},
+		{Name: "lazy", State: upstream.StateIdle, Tools: 2},
+		{Name: "cached", State: upstream.StateStarting, Tools: 4},
+		{Name: "crashed", State: upstream.StateFailed, Tools: 5},
+		{Name: "new", State: upstream.StateStarting},
+		{Name: "broken", State: upstream.StateFailed},
+		{Name: "off", State: upstream.StateDisabled, Tools: 9},
+	}).Description
+	servers, down, _ := strings.Cut(desc, "Not available right now:")
+	for _, want := range []string{"- up (3 tools): Up", "- lazy (2 tools)", "- cached (4 tools)", "- crashed (5 tools)"} {
+		if !strings.Contains(servers, want) {
+			t.Errorf("servers part lacks %q:\n%s", want, desc)
+		}
+	}
+	for _, want := range []string{"- new (starting)", "- broken (failed)"} {
+		if !strings.Contains(down, want) {
+			t.Errorf("unavailable part lacks %q:\n%s", want, desc)
+		}
+	}
+	if strings.Contains(desc, "off") {
+		t.Errorf("disabled server listed:\n%s", desc)
 	}
 }

@@ -50,14 +50,17 @@ func searchToolDef(statuses []upstream.Status) mcp.Tool {
 		"If nothing fits, search again with other words.")
 	var up, down []string
 	for _, st := range statuses {
-		switch st.State {
-		case upstream.StateConnected, upstream.StateIdle:
+		switch {
+		case st.State == upstream.StateDisabled:
+		case st.State.Usable() || st.Tools > 0:
+			// A server whose tools are known, from the cache or from before it crashed, is
+			// listed: a call waits for it to start. This text is part of every prompt, so it
+			// must not change while servers start and restart.
 			line := fmt.Sprintf("- %s (%d tools)", st.Name, st.Tools)
 			if st.Summary != "" {
 				line += ": " + firstLine(st.Summary, 160)
 			}
 			up = append(up, line)
-		case upstream.StateDisabled:
 		default:
 			down = append(down, fmt.Sprintf("- %s (%s)", st.Name, st.State))
 		}

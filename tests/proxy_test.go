@@ -584,7 +584,8 @@ func TestCatalogCacheAnswersAtOnce(t *testing.T) {
 	second := startWith(t, env, bin, "--config", cfg)
 	t.Cleanup(func() { second.checkStdout() })
 	second.initialize()
-	if got := names(second.listTools()); !slices.Contains(got, "github__search_issues") {
+	firstList := second.listTools()
+	if got := names(firstList); !slices.Contains(got, "github__search_issues") {
 		t.Errorf("second run's first tools/list = %q, want the cached always-load tool", got)
 	}
 	sr := second.search("create issue", 1)
@@ -597,5 +598,13 @@ func TestCatalogCacheAnswersAtOnce(t *testing.T) {
 	res, _ := second.call("github__create_issue", map[string]any{"owner": "o", "repo": "r", "title": "t"})
 	if res.IsError {
 		t.Errorf("call while the server was starting: %s", res.Text())
+	}
+	// The server is up now, with the catalog it had: tool_search's description, part of
+	// every prompt, is what it was while the server started.
+	description := func(tools []Tool) string {
+		return tools[slices.IndexFunc(tools, func(t Tool) bool { return t.Name == "tool_search" })].Description
+	}
+	if before, after := description(firstList), description(second.listTools()); before != after {
+		t.Errorf("tool_search's description changed when the cached server came up:\nbefore: %s\nafter:  %s", before, after)
 	}
 }
