@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"regexp"
 	"slices"
 	"strings"
@@ -76,12 +77,14 @@ func sameTool(a, b upstream.Tool) bool {
 
 func (s *Server) syncExtras() {
 	cat := s.ups.Catalog()
+	keys := extrasKeys(cat)
 	s.extrasMu.Lock()
 	defer s.extrasMu.Unlock()
-	if s.extrasFor == cat {
+	if keys == s.extrasKeys {
+		// Most catalog changes are a server connecting with what it had, or another
+		// server's tools.
 		return
 	}
-	s.extrasFor = cat
 	var prompts []server.ServerPrompt
 	for _, p := range cat.Prompts {
 		var mp mcp.Prompt
@@ -119,38 +122,37 @@ func (s *Server) syncExtras() {
 	}
 	// Each Set tells every session its list changed: only when it did, so that a server
 	// that reconnects with what it had does not disturb anyone.
-	if key := promptsKey(cat.Prompts); key != s.extrasKeys[0] {
-		s.extrasKeys[0] = key
+	if keys[0] != s.extrasKeys[0] {
 		s.mcp.SetPrompts(prompts...)
 	}
-	if key := resourcesKey(cat.Resources, false); key != s.extrasKeys[1] {
-		s.extrasKeys[1] = key
+	if keys[1] != s.extrasKeys[1] {
 		s.mcp.SetResources(resources...)
 	}
-	if key := resourcesKey(cat.Resources, true); key != s.extrasKeys[2] {
-		s.extrasKeys[2] = key
+	if keys[2] != s.extrasKeys[2] {
 		s.mcp.SetResourceTemplates(templates...)
 	}
+	s.extrasKeys = keys
 }
 
-// promptsKey and resourcesKey sum up what clients are shown of prompts and of resources or
+// extrasKeys sums up what clients are shown of the catalog's prompts, resources and resource
 // templates: the same key, the same list.
-func promptsKey(prompts []upstream.Prompt) string {
-	h := sha256.New()
-	for _, p := range prompts {
-		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", p.Server, p.Exposed, p.Raw)
+func extrasKeys(cat *upstream.Catalog) [3]string {
+	hs := [3]hash.Hash{sha256.New(), sha256.New(), sha256.New()}
+	for _, p := range cat.Prompts {
+		fmt.Fprintf(hs[0], "%s\x00%s\x00%s\x00", p.Server, p.Exposed, p.Raw)
 	}
-	return string(h.Sum(nil))
-}
-
-func resourcesKey(resources []upstream.Resource, templates bool) string {
-	h := sha256.New()
-	for _, r := range resources {
-		if r.Template == templates {
-			fmt.Fprintf(h, "%s\x00%s\x00%s\x00", r.Server, r.URI, r.Raw)
+	for _, r := range cat.Resources {
+		h := hs[1]
+		if r.Template {
+			h = hs[2]
 		}
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", r.Server, r.URI, r.Raw)
 	}
-	return string(h.Sum(nil))
+	var keys [3]string
+	for i, h := range hs {
+		keys[i] = string(h.Sum(nil))
+	}
+	return keys
 }
 
 // getPrompt forwards prompts/get to the prompt's server under its own name.

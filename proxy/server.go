@@ -73,10 +73,8 @@ type Server struct {
 	index   *search.Index
 	indexed *upstream.Catalog // the catalog index was built from
 
-	extrasMu  sync.Mutex        // guards extrasFor and extrasKeys, and serialises registration with mcp-go
-	extrasFor *upstream.Catalog // the catalog whose prompts and resources are registered
-	// extrasKeys sum up the registered prompts, resources and templates (promptsKey,
-	// resourcesKey).
+	extrasMu sync.Mutex // guards extrasKeys, and serialises registration with mcp-go
+	// extrasKeys sum up the registered prompts, resources and templates (see extrasKeys).
 	extrasKeys [3]string
 }
 

@@ -394,18 +394,18 @@ func TestMatchesTemplate(t *testing.T) {
 	}
 }
 
-// TestChangedToolsNotifyOnlyTheirSessions changes one upstream tool: the session that
-// unlocked it is told its list changed; a session that did not is left alone.
-func TestChangedToolsNotifyOnlyTheirSessions(t *testing.T) {
-	gh := &fakeConn{tools: []json.RawMessage{tool("create_issue", "Create an issue"), tool("list_issues", "List issues")}}
+// serveOne serves a proxy over one fake server, gh, on streamable HTTP, and returns the
+// /mcp URL and a function that sends a notification from the server.
+func serveOne(t *testing.T, gh *fakeConn) (url string, notify func(method string)) {
+	t.Helper()
 	var mu sync.Mutex
-	var notify upstream.Notify
+	var n upstream.Notify // the server's, guarded by mu
 	var p *Server
 	pool := upstream.NewPool([]config.Server{{Name: "gh", Prefix: "gh", Type: config.TypeStdio, Command: "x"}}, upstream.Options{
 		OnChange: func() { p.CatalogChanged() },
-		Dial: func(_ context.Context, _ config.Server, _ *upstream.Tail, n upstream.Notify, _ upstream.Peer) (upstream.Conn, upstream.Info, error) {
+		Dial: func(_ context.Context, _ config.Server, _ *upstream.Tail, notify upstream.Notify, _ upstream.Peer) (upstream.Conn, upstream.Info, error) {
 			mu.Lock()
-			notify = n
+			n = notify
 			mu.Unlock()
 			return gh, upstream.Info{}, nil
 		},
@@ -420,8 +420,21 @@ func TestChangedToolsNotifyOnlyTheirSessions(t *testing.T) {
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	t.Cleanup(func() { shutdown(context.Background()) })
+	return hs.URL + "/mcp", func(method string) {
+		mu.Lock()
+		send := n
+		mu.Unlock()
+		send(method, nil)
+	}
+}
 
-	a, b := connect(t, hs.URL+"/mcp"), connect(t, hs.URL+"/mcp")
+// TestChangedToolsNotifyOnlyTheirSessions changes one upstream tool: the session that
+// unlocked it is told its list changed; a session that did not is left alone.
+func TestChangedToolsNotifyOnlyTheirSessions(t *testing.T) {
+	gh := &fakeConn{tools: []json.RawMessage{tool("create_issue", "Create an issue"), tool("list_issues", "List issues")}}
+	url, notify := serveOne(t, gh)
+
+	a, b := connect(t, url), connect(t, url)
 	a.call(t, "call_tool", map[string]any{"name": "gh__create_issue"})
 	b.call(t, "call_tool", map[string]any{"name": "gh__list_issues"})
 	time.Sleep(100 * time.Millisecond)
@@ -432,11 +445,9 @@ func TestChangedToolsNotifyOnlyTheirSessions(t *testing.T) {
 	}
 	beforeA, beforeB := count(a), count(b)
 
-	mu.Lock()
+	// The pool reads the tools only after the notification, so this write comes first.
 	gh.tools = []json.RawMessage{tool("create_issue", "Create an issue, now with labels"), tool("list_issues", "List issues")}
-	n := notify
-	mu.Unlock()
-	n("notifications/tools/list_changed", nil)
+	notify("notifications/tools/list_changed")
 
 	deadline := time.Now().Add(3 * time.Second)
 	for count(a) == beforeA && time.Now().Before(deadline) {
@@ -455,30 +466,9 @@ func TestChangedToolsNotifyOnlyTheirSessions(t *testing.T) {
 // it had sends no session any list_changed, of tools, prompts or resources.
 func TestRelistWithSameCatalogDisturbsNobody(t *testing.T) {
 	gh := &fakeConn{tools: []json.RawMessage{tool("create_issue", "Create an issue")}}
-	var mu sync.Mutex
-	var notify upstream.Notify
-	var p *Server
-	pool := upstream.NewPool([]config.Server{{Name: "gh", Prefix: "gh", Type: config.TypeStdio, Command: "x"}}, upstream.Options{
-		OnChange: func() { p.CatalogChanged() },
-		Dial: func(_ context.Context, _ config.Server, _ *upstream.Tail, n upstream.Notify, _ upstream.Peer) (upstream.Conn, upstream.Info, error) {
-			mu.Lock()
-			notify = n
-			mu.Unlock()
-			return gh, upstream.Info{}, nil
-		},
-	})
-	p = New(pool, Options{ListWait: 50 * time.Millisecond})
-	pool.Start()
-	t.Cleanup(func() { pool.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	pool.WaitStarted(ctx)
-	h, shutdown := p.HTTPHandler(HTTPOptions{})
-	hs := httptest.NewServer(h)
-	t.Cleanup(hs.Close)
-	t.Cleanup(func() { shutdown(context.Background()) })
+	url, notify := serveOne(t, gh)
 
-	a := connect(t, hs.URL+"/mcp")
+	a := connect(t, url)
 	var others atomic.Int32
 	a.OnNotification(func(n mcp.JSONRPCNotification) {
 		if strings.HasSuffix(n.Method, "/list_changed") {
@@ -488,11 +478,8 @@ func TestRelistWithSameCatalogDisturbsNobody(t *testing.T) {
 	a.call(t, "call_tool", map[string]any{"name": "gh__create_issue"})
 	time.Sleep(100 * time.Millisecond)
 	before := others.Load()
-	mu.Lock()
-	n := notify
-	mu.Unlock()
-	n("notifications/tools/list_changed", nil)
-	n("notifications/prompts/list_changed", nil)
+	notify("notifications/tools/list_changed")
+	notify("notifications/prompts/list_changed")
 	time.Sleep(300 * time.Millisecond) // a notification would arrive within milliseconds
 	if got := others.Load() - before; got != 0 {
 		t.Errorf("%d list_changed after a re-list that changed nothing", got)

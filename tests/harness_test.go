@@ -425,6 +425,19 @@ func (c *client) waitNotification(method string, n int, timeout time.Duration) b
 	}
 }
 
+// warmCache runs toolsift (the binary bin) once on cfg in env and searches for query, which
+// waits for the servers' first start, so that their catalogs are cached for the next run.
+// It returns the search result.
+func warmCache(t testing.TB, env []string, bin, cfg, query string) SearchResult {
+	t.Helper()
+	c := startWith(t, env, bin, "--config", cfg)
+	c.initialize()
+	sr := c.search(query, 1)
+	c.stdin.Close()
+	<-c.done
+	return sr
+}
+
 // config writes a configuration file and returns its path.
 func config(t testing.TB, yaml string) string {
 	t.Helper()

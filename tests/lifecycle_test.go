@@ -93,13 +93,9 @@ mcpServers:
 `, fixtureBin, catalog(t, "github"), dir))
 
 	// No cache yet: the server is started to learn its tools.
-	first := startWith(t, env, bin, "--config", cfg)
-	first.initialize()
-	if sr := first.search("create issue", 1); len(sr.Matches) != 1 {
+	if sr := warmCache(t, env, bin, cfg, "create issue"); len(sr.Matches) != 1 {
 		t.Fatalf("first run: %+v", sr)
 	}
-	first.stdin.Close()
-	<-first.done
 	pids := starts(t, dir)
 	if len(pids) != 1 {
 		t.Fatalf("first run started the server %d times", len(pids))
@@ -300,6 +296,27 @@ func TestHTTPUpstreamForgetsSession(t *testing.T) {
 	startHTTPFixtureAt(t, addr, "--stateful")
 	eventually(t, 10*time.Second, "calls to go through once the server is back", func() bool {
 		res, _ := c.call("web__echo", map[string]any{"n": 4})
+		return !res.IsError
+	})
+}
+
+// TestSSEUpstreamReconnects: a legacy SSE server that goes away loses its event stream;
+// toolsift notices, and once the server is back on the same address calls go through again.
+func TestSSEUpstreamReconnects(t *testing.T) {
+	base, fixture := startHTTPFixtureAt(t, "127.0.0.1:0")
+	c := proxy(t, fmt.Sprintf("mcpServers:\n  legacy:\n    type: sse\n    url: %s/sse\n", base))
+	c.search("select:legacy__echo", 1)
+	if res, _ := c.call("legacy__echo", map[string]any{"n": 1}); res.IsError {
+		t.Fatal(res.Text())
+	}
+	fixture.cmd.Process.Kill()
+	<-fixture.done
+	eventually(t, 10*time.Second, "toolsift to notice the lost stream", func() bool {
+		return strings.Contains(c.Stderr(), "event stream lost")
+	})
+	startHTTPFixtureAt(t, strings.TrimPrefix(base, "http://"))
+	eventually(t, 20*time.Second, "calls to go through once the server is back", func() bool {
+		res, _ := c.call("legacy__echo", map[string]any{"n": 2})
 		return !res.IsError
 	})
 }

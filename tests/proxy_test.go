@@ -573,13 +573,9 @@ func TestCatalogCacheAnswersAtOnce(t *testing.T) {
     alwaysLoad: [search_issues]
 `, fixtureBin, catalog(t, "github")))
 
-	first := startWith(t, env, bin, "--config", cfg)
-	first.initialize()
-	if sr := first.search("create issue", 1); len(sr.Matches) != 1 {
+	if sr := warmCache(t, env, bin, cfg, "create issue"); len(sr.Matches) != 1 {
 		t.Fatalf("first run: %+v", sr)
 	}
-	first.stdin.Close()
-	<-first.done
 
 	second := startWith(t, env, bin, "--config", cfg)
 	t.Cleanup(func() { second.checkStdout() })

@@ -87,11 +87,7 @@ func BenchmarkStartup(b *testing.B) {
 			cfg, always := startupConfig(b, fixture, servers, delay, mode.lazy)
 			env := isolatedEnv(b)
 			if mode.warm {
-				c := startWith(b, env, toolsift, "--config", cfg)
-				c.initialize()
-				c.search("warm the cache", 1)
-				c.stdin.Close()
-				<-c.done
+				warmCache(b, env, toolsift, cfg, "warm the cache")
 			}
 			var searchTotal time.Duration
 			var seen, spawned int

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -94,5 +95,40 @@ func TestCacheIgnoresBrokenEntries(t *testing.T) {
 	}
 	if base := filepath.Base(cachePath(dir, srv)); base[:2] != "s_" {
 		t.Errorf("cache file name %q keeps an unsafe character", base)
+	}
+}
+
+// BenchmarkNewPoolFromCache measures what a warm start costs before toolsift can answer:
+// reading and decoding the cached catalogs of the 40 first public catalogs (1.6 MB of JSON,
+// 1,135 tools) into a pool.
+func BenchmarkNewPoolFromCache(b *testing.B) {
+	files, _ := filepath.Glob("../../shared/bench/catalogs/*.json")
+	if len(files) < 40 {
+		b.Fatalf("%d catalogs in ../../shared/bench/catalogs, want 40", len(files))
+	}
+	dir := b.TempDir()
+	var servers []config.Server
+	tools := 0
+	for i, f := range files[:40] {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var list struct{ Tools []json.RawMessage }
+		if err := json.Unmarshal(data, &list); err != nil {
+			b.Fatal(err)
+		}
+		srv := config.Server{Name: fmt.Sprint("s", i), Prefix: fmt.Sprint("s", i), Type: config.TypeStdio, Command: f}
+		if err := saveCache(dir, srv, &cacheEntry{Server: srv.Name, Saved: time.Now(), Tools: list.Tools}); err != nil {
+			b.Fatal(err)
+		}
+		servers = append(servers, srv)
+		tools += len(list.Tools)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if n := len(NewPool(servers, Options{CacheDir: dir}).Catalog().Tools); n != tools {
+			b.Fatalf("%d tools from the cache, want %d", n, tools)
+		}
 	}
 }

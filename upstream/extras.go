@@ -86,19 +86,19 @@ func (p *Pool) Request(ctx context.Context, serverName, method string, params an
 	// Subscriptions are remembered, to be renewed when the server restarts, and a server
 	// holding any is not stopped when idle: its updates would be lost.
 	if method == "resources/subscribe" || method == "resources/unsubscribe" {
-		var p struct {
+		var sub struct {
 			URI string `json:"uri"`
 		}
 		b, _ := json.Marshal(params)
-		if json.Unmarshal(b, &p) == nil && p.URI != "" {
+		if json.Unmarshal(b, &sub) == nil && sub.URI != "" {
 			s.mu.Lock()
 			if method == "resources/subscribe" {
 				if s.subs == nil {
 					s.subs = map[string]bool{}
 				}
-				s.subs[p.URI] = true
+				s.subs[sub.URI] = true
 			} else {
-				delete(s.subs, p.URI)
+				delete(s.subs, sub.URI)
 			}
 			s.mu.Unlock()
 		}

@@ -1039,20 +1039,19 @@ func isClosed(err error) bool { return errors.Is(err, ErrClosed) }
 // WaitConnected blocks until every enabled server is connected or has failed a connection
 // attempt, or ctx ends. Unlike WaitStarted it does not count a cached catalog as started.
 func (p *Pool) WaitConnected(ctx context.Context) {
-	for {
-		settled := true
-		for _, st := range p.Statuses() {
-			if st.State == StateStarting {
-				settled = false
+	for _, s := range p.servers {
+		for {
+			s.mu.Lock()
+			state, changed := s.state, s.changed
+			s.mu.Unlock()
+			if state != StateStarting {
+				break
 			}
-		}
-		if settled {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(20 * time.Millisecond):
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
 }

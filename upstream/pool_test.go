@@ -316,15 +316,22 @@ func echoAnswer(_ context.Context, _ string, params any) (json.RawMessage, error
 	return json.RawMessage(`{"content":[]}`), nil
 }
 
-// scriptedPool starts a pool whose n-th dial (from 1) is answered by dial(n).
+// scriptedPool starts a pool of one server, s, whose n-th dial (from 1) is answered by
+// dial(n).
 func scriptedPool(t *testing.T, opts Options, dial func(n int) (Conn, error)) *Pool {
+	t.Helper()
+	return scriptedServerPool(t, config.Server{Name: "s", Prefix: "s"}, opts, dial)
+}
+
+// scriptedServerPool is scriptedPool with the server configured as srv.
+func scriptedServerPool(t *testing.T, srv config.Server, opts Options, dial func(n int) (Conn, error)) *Pool {
 	t.Helper()
 	var dials atomic.Int32
 	opts.Dial = func(context.Context, config.Server, *Tail, Notify, Peer) (Conn, Info, error) {
 		c, err := dial(int(dials.Add(1)))
 		return c, Info{}, err
 	}
-	pool := NewPool([]config.Server{{Name: "s", Prefix: "s"}}, opts)
+	pool := NewPool([]config.Server{srv}, opts)
 	t.Cleanup(func() { pool.Close() })
 	pool.Start()
 	return pool
@@ -581,6 +588,109 @@ func TestExplain(t *testing.T) {
 	for _, tt := range tests {
 		if got := explain(tt.stderr); !strings.HasPrefix(got, tt.want) || (tt.want == "" && got != "") {
 			t.Errorf("explain(%.60q) = %q, want it to start with %q", tt.stderr, got, tt.want)
+		}
+	}
+}
+
+// TestIdleStopWaitsForCallsAndSubscriptions: a server is not stopped as idle while a call
+// to it is in flight or while it holds a resource subscription, and is once neither holds.
+func TestIdleStopWaitsForCallsAndSubscriptions(t *testing.T) {
+	release := make(chan struct{})
+	srv := config.Server{Name: "s", Prefix: "s", Type: config.TypeStdio, IdleTimeout: 30 * time.Millisecond}
+	pool := scriptedServerPool(t, srv, Options{}, func(int) (Conn, error) {
+		return newScriptConn(func(_ context.Context, method string, _ any) (json.RawMessage, error) {
+			if method == "tools/call" {
+				<-release
+			}
+			return json.RawMessage(`{}`), nil
+		}), nil
+	})
+	state := func() State { return pool.Statuses()[0].State }
+	waitFor(t, "connection", func() bool { return state() == StateConnected })
+	called := make(chan error, 1)
+	go func() {
+		_, err := pool.Call(context.Background(), "s__t", nil, nil, nil)
+		called <- err
+	}()
+	time.Sleep(150 * time.Millisecond) // five idle timeouts
+	if st := state(); st != StateConnected {
+		t.Fatalf("state with a call in flight = %s, want connected", st)
+	}
+	close(release)
+	if err := <-called; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "idle stop after the call", func() bool { return state() == StateIdle })
+
+	ctx := context.Background()
+	if _, err := pool.Request(ctx, "s", "resources/subscribe", map[string]string{"uri": "file:///a"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if st := state(); st != StateConnected {
+		t.Fatalf("state with a subscription = %s, want connected", st)
+	}
+	if _, err := pool.Request(ctx, "s", "resources/unsubscribe", map[string]string{"uri": "file:///a"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "idle stop after the unsubscription", func() bool { return state() == StateIdle })
+}
+
+// TestHTTPStartsAreNotHeldBack: the start limit is for processes; HTTP servers connect
+// together even when it is 1. Each dial here waits until all three are dialling.
+func TestHTTPStartsAreNotHeldBack(t *testing.T) {
+	var dialling sync.WaitGroup
+	dialling.Add(3)
+	together := make(chan struct{})
+	go func() { dialling.Wait(); close(together) }()
+	var servers []config.Server
+	for i := range 3 {
+		servers = append(servers, config.Server{Name: fmt.Sprint("h", i), Prefix: fmt.Sprint("h", i), Type: config.TypeHTTP, URL: "http://h/mcp"})
+	}
+	pool := NewPool(servers, Options{
+		MaxStarting: 1, RetryMin: time.Hour,
+		Dial: func(context.Context, config.Server, *Tail, Notify, Peer) (Conn, Info, error) {
+			dialling.Done()
+			select {
+			case <-together:
+				return newScriptConn(echoAnswer), Info{}, nil
+			case <-time.After(2 * time.Second):
+				return nil, Info{}, errors.New("the other HTTP servers were not dialling")
+			}
+		},
+	})
+	defer pool.Close()
+	pool.Start()
+	waitFor(t, "every HTTP server", func() bool { return len(pool.Catalog().Tools) == 3 })
+}
+
+// TestCallsDoNotMakeACrashLoopBusy: calls to a server that keeps failing each ask for an
+// attempt at once, but attempts never come closer than the back-off floor
+// (RetryMin/2 here).
+func TestCallsDoNotMakeACrashLoopBusy(t *testing.T) {
+	var mu sync.Mutex
+	var times []time.Time
+	pool := scriptedPool(t, Options{RetryMin: 50 * time.Millisecond, RetryMax: time.Hour, CallTimeout: time.Hour},
+		func(n int) (Conn, error) {
+			mu.Lock()
+			times = append(times, time.Now())
+			mu.Unlock()
+			return nil, fmt.Errorf("boom %d", n)
+		})
+	waitFor(t, "the first failure", func() bool { return pool.Statuses()[0].Err != nil })
+	for range 5 {
+		if _, err := pool.Request(context.Background(), "s", "ping", nil); err == nil {
+			t.Fatal("a request to a failing server succeeded")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(times) < 6 {
+		t.Fatalf("%d attempts for 5 requests after the first failure, want one each", len(times))
+	}
+	for i := 1; i < len(times); i++ {
+		if gap := times[i].Sub(times[i-1]); gap < 25*time.Millisecond {
+			t.Errorf("attempt %d came %v after the one before, under the 25ms floor", i+1, gap)
 		}
 	}
 }
