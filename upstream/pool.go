@@ -162,8 +162,11 @@ type Pool struct {
 	// starting holds a token for each connection attempt under way (see MaxStarting).
 	starting chan struct{}
 
-	catalog atomic.Pointer[Catalog]
-	nextTok atomic.Int64
+	// rebuildMu serializes building and storing the catalog: two servers that connect at
+	// once each build one, and the older build must not be stored last.
+	rebuildMu sync.Mutex
+	catalog   atomic.Pointer[Catalog]
+	nextTok   atomic.Int64
 	// progress maps a progress token sent upstream to the caller's handler.
 	progress sync.Map // string → func(json.RawMessage)
 	closed   sync.Once
@@ -688,7 +691,9 @@ func (p *Pool) notified(s *server, method string, params json.RawMessage) {
 
 // rebuild replaces the catalog from the servers' current tools and reports the change.
 func (p *Pool) rebuild() {
+	p.rebuildMu.Lock()
 	p.catalog.Store(p.buildCatalog())
+	p.rebuildMu.Unlock()
 	if p.opts.OnChange != nil {
 		p.opts.OnChange()
 	}

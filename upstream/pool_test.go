@@ -694,3 +694,33 @@ func TestCallsDoNotMakeACrashLoopBusy(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogHasEveryServerAfterConcurrentConnects: servers that connect at the same moment
+// each rebuild the catalog; an older build must never replace a newer one, or a tool of a
+// connected server goes missing from search until the next change.
+func TestCatalogHasEveryServerAfterConcurrentConnects(t *testing.T) {
+	for range 20 {
+		var servers []config.Server
+		for i := range 8 {
+			name := fmt.Sprintf("s%d", i)
+			servers = append(servers, config.Server{Name: name, Prefix: name})
+		}
+		release := make(chan struct{})
+		pool := NewPool(servers, Options{
+			Dial: func(ctx context.Context, srv config.Server, _ *Tail, _ Notify, _ Peer) (Conn, Info, error) {
+				<-release // connect together
+				return &fakeConn{tools: []json.RawMessage{rawTool("t")}}, Info{}, nil
+			},
+		})
+		pool.Start()
+		close(release)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		pending := pool.WaitStarted(ctx)
+		cancel()
+		got := len(pool.Catalog().Tools)
+		pool.Close()
+		if len(pending) > 0 || got != len(servers) {
+			t.Fatalf("after every server connected: %d tools in the catalog, want %d (pending %v)", got, len(servers), pending)
+		}
+	}
+}
