@@ -58,7 +58,7 @@ func BenchmarkSearch(b *testing.B) {
 func BenchmarkSearchLatency(b *testing.B) {
 	ix := NewIndex(scaled(b, 10000))
 	var queries []Query
-	for _, f := range []string{"../bench/en.yaml", "../bench/en-holdout.yaml", "../../shared/bench/cloudledger/cases.yaml"} {
+	for _, f := range []string{"../bench/en.yaml", "../bench/en-holdout.yaml", "../bench/cloudledger/cases.yaml"} {
 		cases, err := LoadCases(f)
 		if err != nil {
 			b.Fatal(err)

@@ -113,9 +113,9 @@ type evalSet struct {
 
 func evalSets(t *testing.T) []evalSet {
 	all := catalogDocs(t)
-	cloud := readCatalog(t, "../../shared/bench/cloudledger/cloudledger.json", "cloudledger")
+	cloud := readCatalog(t, "../bench/cloudledger/cloudledger.json", "cloudledger")
 	return []evalSet{
-		{"cloudledger (zh, 60 tools)", "../../shared/bench/cloudledger/cases.yaml", cloud, map[int]float64{1: 0.70, 5: 0.90}},
+		{"cloudledger (zh, 60 tools)", "../bench/cloudledger/cases.yaml", cloud, map[int]float64{1: 0.70, 5: 0.90}},
 		{"bench/en.yaml (1,142 tools)", "../bench/en.yaml", all, map[int]float64{5: 0.90}},
 		{"bench/en-holdout.yaml (1,142 tools)", "../bench/en-holdout.yaml", all, map[int]float64{5: 0.85}},
 	}

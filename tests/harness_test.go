@@ -21,7 +21,7 @@ var (
 	bin        string // the toolsift binary
 	fixtureBin string // the fixture server binary
 	nodeBin    string // tests/node_modules/.bin
-	catalogs   string // shared/bench/catalogs
+	catalogs   string // bench/catalogs
 )
 
 func TestMain(m *testing.M) {
@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 	}
 	wd, _ := os.Getwd()
 	nodeBin = filepath.Join(wd, "node_modules", ".bin")
-	catalogs = filepath.Join(wd, "..", "..", "shared", "bench", "catalogs")
+	catalogs = filepath.Join(wd, "..", "bench", "catalogs")
 	code := m.Run()
 	os.RemoveAll(dir)
 	if plain.toolsift != "" {

@@ -1,4 +1,4 @@
-// Counts o200k tokens (the GPT-4o tokenizer, as in shared/bench/catalogs/TABLE.md) in JSON
+// Counts o200k tokens (the GPT-4o tokenizer, as in bench/catalogs/TABLE.md) in JSON
 // files, for the README's token figures: node tokens.mjs FILE...
 import { readFileSync } from "node:fs";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";

@@ -102,9 +102,9 @@ func TestCacheIgnoresBrokenEntries(t *testing.T) {
 // reading and decoding the cached catalogs of the 40 first public catalogs (1.6 MB of JSON,
 // 1,135 tools) into a pool.
 func BenchmarkNewPoolFromCache(b *testing.B) {
-	files, _ := filepath.Glob("../../shared/bench/catalogs/*.json")
+	files, _ := filepath.Glob("../bench/catalogs/*.json")
 	if len(files) < 40 {
-		b.Fatalf("%d catalogs in ../../shared/bench/catalogs, want 40", len(files))
+		b.Fatalf("%d catalogs in ../bench/catalogs, want 40", len(files))
 	}
 	dir := b.TempDir()
 	var servers []config.Server
