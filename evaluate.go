@@ -34,7 +34,7 @@ type catalogFlags struct {
 }
 
 func (c *catalogFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.config, "config", "", "read tools from the servers of this configuration")
+	fs.StringVar(&c.config, "config", "", "read tools from the servers of this configuration `FILE`")
 	fs.Var(&c.tools, "tools", "read tools from a tools/list JSON `FILE` (repeatable); its base name is the server's name")
 	fs.DurationVar(&c.wait, "wait", 60*time.Second, "with --config, how long to wait for servers to start")
 }
@@ -42,7 +42,7 @@ func (c *catalogFlags) register(fs *flag.FlagSet) {
 // index builds a search index from --tools files or from the live servers of --config.
 func (c *catalogFlags) index(ctx context.Context, stderr io.Writer) (*search.Index, error) {
 	if (c.config == "") == (len(c.tools) == 0) {
-		return nil, fmt.Errorf("%w: give either --config FILE or --tools FILE...", errUsage)
+		return nil, fmt.Errorf("%w: give either --config FILE (search your servers) or --tools FILE... (search tools/list JSON files), not both", errUsage)
 	}
 	if len(c.tools) > 0 {
 		var all []upstream.Tool
@@ -80,14 +80,16 @@ func (c *catalogFlags) index(ctx context.Context, stderr io.Writer) (*search.Ind
 // searchCmd prints the ranked tools for a query: toolsift search [flags] QUERY.
 func searchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var cat catalogFlags
 	cat.register(fs)
 	n := fs.Int("n", 10, "how many tools to print")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if done, err := parseFlags(fs, args, stdout); done || err != nil {
+		return err
 	}
 	query := strings.Join(fs.Args(), " ")
+	if strings.TrimSpace(query) == "" {
+		return fmt.Errorf("%w: no query: put it after the flags, as in: toolsift search --config toolsift.yaml create issue", errUsage)
+	}
 	q, err := search.ParseQuery(query)
 	if err != nil {
 		return fmt.Errorf("%w: query %q: %v", errUsage, query, err)
@@ -99,11 +101,7 @@ func searchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	hits, unknown := ix.Search(q, *n)
 	for i, h := range hits {
 		d, _ := ix.Doc(h.Name)
-		desc, _, _ := strings.Cut(strings.TrimSpace(d.Description), "\n")
-		if len(desc) > 80 {
-			desc = desc[:77] + "..."
-		}
-		fmt.Fprintf(stdout, "%3d %8.3f  %-45s %s\n", i+1, h.Score, h.Name, desc)
+		fmt.Fprintf(stdout, "%3d %8.3f  %-45s %s\n", i+1, h.Score, h.Name, proxy.FirstLine(d.Description, 80))
 	}
 	for _, u := range unknown {
 		fmt.Fprintf(stdout, "unknown: %s\n", u)
@@ -117,18 +115,17 @@ func searchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // evalCmd measures recall@k and MRR of labelled cases: toolsift eval --cases FILE [flags].
 func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var cat catalogFlags
 	cat.register(fs)
 	casesFile := fs.String("cases", "", "YAML `FILE` of cases: [{query, want: name or [names]}]")
 	kList := fs.String("k", "1,3,5", "comma-separated cut-offs for recall@k")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	minimum := fs.String("min", "", "fail unless recall meets these floors, e.g. 1=0.70,5=0.90")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if done, err := parseFlags(fs, args, stdout); done || err != nil {
+		return err
 	}
 	if *casesFile == "" || fs.NArg() > 0 {
-		return fmt.Errorf("%w: eval takes --cases FILE and either --config FILE or --tools FILE...", errUsage)
+		return fmt.Errorf("%w: eval takes --cases FILE and either --config FILE or --tools FILE..., and no other arguments; run 'toolsift eval --help'", errUsage)
 	}
 	ks, err := parseKs(*kList)
 	if err != nil {
@@ -247,11 +244,13 @@ func printJSON(w io.Writer, rep search.Report) error {
 // prints each one's state, tool count, cache age and last error: toolsift status --config F.
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configFile := fs.String("config", "", "configuration file")
+	configFile := fs.String("config", "", "configuration `FILE`")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for servers to start")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if done, err := parseFlags(fs, args, stdout); done || err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q; status takes only flags", errUsage, fs.Arg(0))
 	}
 	file, err := findConfig(*configFile)
 	if err != nil {
@@ -278,7 +277,11 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer cancel()
 	pool.WaitConnected(wctx)
 	fmt.Fprintf(stdout, "%-20s %-10s %6s  %-12s %s\n", "SERVER", "STATE", "TOOLS", "CACHE AGE", "LAST ERROR")
+	var bad []string
 	for _, st := range pool.Statuses() {
+		if !st.State.Usable() && st.State != upstream.StateDisabled {
+			bad = append(bad, fmt.Sprintf("%s (%s)", st.Name, st.State))
+		}
 		age := "none"
 		if !cached[st.Name].IsZero() {
 			age = time.Since(cached[st.Name]).Round(time.Second).String()
@@ -288,6 +291,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			errText = st.Err.Error()
 		}
 		fmt.Fprintf(stdout, "%-20s %-10s %6d  %-12s %s\n", st.Name, st.State, st.Tools, age, errText)
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%d of %d servers not working: %s; see LAST ERROR above, and Troubleshooting in the README", len(bad), len(cfg.Servers), strings.Join(bad, ", "))
 	}
 	return nil
 }

@@ -13,9 +13,12 @@ func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	broken := filepath.Join(dir, "broken.yaml")
 	os.WriteFile(broken, []byte("mcpServers:\n  github:\n    command: npx\n    argz: [x]\n"), 0o644)
+	failing := filepath.Join(dir, "failing.yaml")
+	os.WriteFile(failing, []byte("mcpServers:\n  gone:\n    command: /nonexistent/server\n"), 0o644)
 	unset := filepath.Join(dir, "unset.yaml")
 	os.WriteFile(unset, []byte("mcpServers:\n  jira:\n    url: https://x/mcp\n    headers: {Authorization: \"Bearer ${TOOLSIFT_TEST_UNSET}\"}\n"), 0o644)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	t.Chdir(dir)
 
 	tests := []struct {
@@ -26,13 +29,29 @@ func TestRun(t *testing.T) {
 		wantCode int
 	}{
 		{"version", []string{"version"}, "toolsift ", "", 0},
-		{"help", []string{"help"}, "Usage:", "", 0},
-		{"unknown command", []string{"frobnicate"}, "", `unknown command "frobnicate"`, 2},
-		{"bad flag", []string{"--nope"}, "", "flag provided but not defined", 2},
+		{"--version", []string{"--version"}, "toolsift ", "", 0},
+		{"help", []string{"help"}, "Commands:\n  serve", "", 0},
+		{"-h", []string{"-h"}, "  status ", "", 0},
+		{"--help", []string{"--help"}, "  search ", "", 0},
+		{"help lists every command", []string{"help"}, "  eval ", "", 0},
+		{"help COMMAND", []string{"help", "status"}, "Usage: toolsift status [--config FILE]", "", 0},
+		{"help unknown COMMAND", []string{"help", "frob"}, "", `unknown command "frob"; run 'toolsift help'`, 2},
+		{"serve --help", []string{"serve", "--help"}, "Usage: toolsift serve", "", 0},
+		{"search -h", []string{"search", "-h"}, "-tools FILE", "", 0},
+		{"eval --help", []string{"eval", "--help"}, "-cases FILE", "", 0},
+		{"status --help", []string{"status", "--help"}, "-wait duration", "", 0},
+		{"version --help", []string{"version", "--help"}, "Usage: toolsift version", "", 0},
+		{"unknown command", []string{"frobnicate"}, "", `unknown command "frobnicate"; run 'toolsift help' for the list`, 2},
+		{"bad flag", []string{"--nope"}, "", "flag provided but not defined: -nope; run 'toolsift serve --help'", 2},
+		{"search without query", []string{"search", "--tools", "x.json"}, "", "no query: put it after the flags", 2},
+		{"search without source", []string{"search", "create", "issue"}, "", "give either --config FILE", 2},
+		{"eval without cases", []string{"eval"}, "", "eval takes --cases FILE", 2},
+		{"serve extra argument", []string{"serve", "extra"}, "", `unexpected argument "extra"`, 2},
 		{"bad log level", []string{"--log-level", "loud", "--config", broken}, "", "--log-level", 2},
 		{"no config", nil, "", "looked for toolsift.yaml and " + filepath.Join(dir, "xdg", "toolsift", "config.yaml"), 1},
 		{"missing file", []string{"serve", "--config", filepath.Join(dir, "nope.yaml")}, "", "nope.yaml", 1},
-		{"broken yaml", []string{"--config", broken}, "", broken + ":4: mcpServers.github.argz: unknown key", 1},
+		{"broken yaml", []string{"--config", broken}, "", broken + ":4: mcpServers.github.argz: unknown key; did you mean args?", 1},
+		{"status of a failing server", []string{"status", "--config", failing, "--wait", "10s"}, "SERVER", "1 of 1 servers not working: gone (failed)", 1},
 		{"unset variable", []string{"--config", unset}, "", "mcpServers.jira.headers.Authorization: ${TOOLSIFT_TEST_UNSET} is not set", 1},
 	}
 	for _, tt := range tests {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -166,7 +167,7 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, syntaxError(file, data, err)
 	}
 	p := &parser{file: file, getenv: getenv}
 	cfg := &Config{File: file}
@@ -191,7 +192,7 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 			}
 			p.fields(val, at, func(key string, val *yaml.Node, at string) {
 				if key != "tokens" {
-					p.errorf(val, at, "unknown key (known: tokens)")
+					p.unknownKey(val, at, key, authKeys)
 					return
 				}
 				cfg.HTTP.Tokens = p.strList(val, at)
@@ -214,7 +215,7 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 		case "callTimeout":
 			cfg.Defaults.CallTimeout = p.duration(val, at)
 		default:
-			p.errorf(val, at, "unknown key (known: mcpServers, listen, auth, allowedOrigins, sessionIdleTimeout, lazyStart, idleTimeout, startupTimeout, callTimeout)")
+			p.unknownKey(val, at, key, topKeys)
 		}
 	})
 	if servers == nil {
@@ -235,6 +236,47 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 		return nil, errors.Join(p.errs...)
 	}
 	return cfg, nil
+}
+
+// syntaxError locates a YAML syntax error on the line that causes it. yaml.v3 reports the
+// line where the enclosing block starts (a mis-indented key on line 4 reads "line 1: did not
+// find expected key"), so this finds the first line at which the text stops parsing with
+// the same complaint.
+func syntaxError(file string, data []byte, err error) error {
+	_, msg := splitYAMLError(err)
+	lines := strings.SplitAfter(string(data), "\n")
+	var doc yaml.Node
+	for n := 1; n <= len(lines); n++ {
+		perr := yaml.Unmarshal([]byte(strings.Join(lines[:n], "")), &doc)
+		if perr == nil {
+			continue
+		}
+		if _, m := splitYAMLError(perr); m == msg {
+			text := strings.TrimRight(lines[n-1], "\r\n")
+			hint := ""
+			if strings.HasPrefix(strings.TrimLeft(text, " "), "\t") {
+				hint = "; YAML indents with spaces, not tabs"
+			} else if msg == "did not find expected key" || strings.Contains(msg, "mapping values are not allowed") {
+				hint = "; check this line's indentation against the lines above"
+			}
+			return &Error{File: file, Line: n, Msg: fmt.Sprintf("YAML syntax: %s%s: %q", msg, hint, text)}
+		}
+	}
+	line, _ := splitYAMLError(err)
+	return &Error{File: file, Line: line, Msg: "YAML syntax: " + msg}
+}
+
+// splitYAMLError splits yaml.v3's "yaml: line N: message" into N and message.
+func splitYAMLError(err error) (line int, msg string) {
+	msg = strings.TrimPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if num, m, ok := strings.Cut(rest, ": "); ok {
+			if n, err := strconv.Atoi(num); err == nil {
+				return n, m
+			}
+		}
+	}
+	return 0, msg
 }
 
 type parser struct {
@@ -266,6 +308,65 @@ func (p *parser) applyDefaults(cfg *Config) {
 			s.IdleTimeout = d.IdleTimeout
 		}
 	}
+}
+
+// The keys each level of the configuration knows, for the message about one it does not.
+var (
+	topKeys    = []string{"mcpServers", "listen", "auth", "allowedOrigins", "sessionIdleTimeout", "lazyStart", "idleTimeout", "startupTimeout", "callTimeout"}
+	authKeys   = []string{"tokens"}
+	serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "prefix", "description", "alwaysLoad", "allow", "deny", "disabled", "tools", "callTimeout", "startupTimeout", "lazyStart", "idleTimeout"}
+	toolKeys   = []string{"keywords", "description"}
+)
+
+// unknownKey reports a key that is not one of known, naming the known key it is most
+// likely a typo of. A client's own config file pasted whole is pointed at toolsift import.
+func (p *parser) unknownKey(n *yaml.Node, at, key string, known []string) {
+	msg := "unknown key"
+	if near := nearest(key, known); near != "" {
+		msg += "; did you mean " + near + "?"
+	}
+	msg += " (known: " + strings.Join(known, ", ") + ")"
+	if !strings.Contains(at, ".") {
+		msg += "; to convert a client's config file (Claude, Cursor, VS Code, Gemini, Codex, opencode), run: toolsift import FILE"
+	}
+	p.errorf(n, at, "%s", msg)
+}
+
+// nearest returns the word of known closest to key: equal but for case, or within a few
+// edits (a third of its length, at least one), or ending in it (servers: mcpServers); ""
+// if none is.
+func nearest(key string, known []string) string {
+	best, bestDist := "", max(1, len(key)/3)+1
+	for _, k := range known {
+		if strings.EqualFold(k, key) || len(key) >= 4 && strings.HasSuffix(strings.ToLower(k), strings.ToLower(key)) {
+			return k
+		}
+		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func (p *parser) errorf(n *yaml.Node, at, format string, args ...any) {
@@ -347,7 +448,7 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 			idleNode = v
 			s.IdleTimeout = p.duration(v, at)
 		default:
-			p.errorf(v, at, "unknown key (known: type, command, args, env, cwd, url, headers, prefix, description, alwaysLoad, allow, deny, disabled, tools, callTimeout, startupTimeout, lazyStart, idleTimeout)")
+			p.unknownKey(v, at, key, serverKeys)
 		}
 	})
 	switch {
@@ -435,7 +536,7 @@ func (p *parser) toolOverrides(n *yaml.Node, at string) map[string]ToolOverride 
 			case "description":
 				o.Description = p.str(v, at)
 			default:
-				p.errorf(v, at, "unknown key (known: keywords, description)")
+				p.unknownKey(v, at, key, toolKeys)
 			}
 		})
 		out[tool] = o

@@ -96,8 +96,17 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"empty", ``, []string{"c.yaml", "empty file"}},
 		{"not a mapping", `- a`, []string{"c.yaml:1", "want a mapping"}},
-		{"syntax", "mcpServers:\n  a: [\n", []string{"c.yaml", "yaml:"}},
-		{"no servers key", `servers: {}`, []string{"c.yaml:1: servers: unknown key"}},
+		{"syntax", "mcpServers:\n  a: [\n", []string{"c.yaml:2: YAML syntax"}},
+		{"key indented too little", "mcpServers:\n  github:\n    command: npx\n   args: [x]\n", []string{"c.yaml:4: YAML syntax: did not find expected key; check this line's indentation", `"   args: [x]"`}},
+		{"key indented too much", "mcpServers:\n  github:\n    command: npx\n     args: [x]\n  b:\n    command: y\n", []string{"c.yaml:4: YAML syntax: mapping values are not allowed"}},
+		{"unclosed list", "mcpServers:\n  a:\n    command: x\n    args: [\"-y\", \"x\"\n  b:\n    command: y\n", []string{"c.yaml:4: YAML syntax: did not find expected ',' or ']'"}},
+		{"tab indent", "mcpServers:\n  a:\n\tcommand: x\n", []string{"c.yaml:3: YAML syntax", "not tabs"}},
+		{"unclosed quote", "mcpServers:\n  a:\n    command: \"x\n    args: [a]\n", []string{"c.yaml:", "YAML syntax"}},
+		{"no servers key", `servers: {}`, []string{"c.yaml:1: servers: unknown key; did you mean mcpServers?", "toolsift import FILE"}},
+		{"client config pasted whole", `{"globalShortcut": "Ctrl+Space", "mcpServers": {"a": {"command": "x"}}}`, []string{"c.yaml:1: globalShortcut: unknown key (known:", "run: toolsift import FILE"}},
+		{"typo suggests nearest", "mcpServers:\n  gh:\n    comand: x\n", []string{"c.yaml:3: mcpServers.gh.comand: unknown key; did you mean command?"}},
+		{"case suggests nearest", "mcpServers:\n  gh:\n    command: x\n    AlwaysLoad: true\n", []string{"mcpServers.gh.AlwaysLoad: unknown key; did you mean alwaysLoad?"}},
+		{"far key suggests nothing", "mcpServers:\n  gh:\n    command: x\n    zzzzzz: 1\n", []string{"mcpServers.gh.zzzzzz: unknown key (known:"}},
 		{"servers not a map", `mcpServers: [a]`, []string{"c.yaml:1: mcpServers: want a mapping"}},
 		{"unknown server key", "mcpServers:\n  gh:\n    command: x\n    comand: y\n", []string{"c.yaml:4: mcpServers.gh.comand: unknown key"}},
 		{"args not a list", "mcpServers:\n  gh:\n    command: x\n    args: -y\n", []string{"c.yaml:4: mcpServers.gh.args: want a list of strings, got a string"}},
@@ -212,4 +221,27 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q) = %v, %v", src, cfg, err)
 		}
 	})
+}
+
+func TestNearest(t *testing.T) {
+	known := []string{"command", "args", "env", "url", "alwaysLoad", "mcpServers", "description"}
+	tests := []struct{ key, want string }{
+		{"comand", "command"},
+		{"commmand", "command"},
+		{"arg", "args"},
+		{"ALWAYSLOAD", "alwaysLoad"},
+		{"servers", "mcpServers"},
+		{"envs", "env"},
+		{"u", ""},       // one letter is not a typo of anything
+		{"", ""},        // empty key
+		{"zzz", ""},     // far from everything
+		{"url ", "url"}, // a trailing space is one edit
+		{"descriptoin", "description"},
+		{"命令", ""},
+	}
+	for _, tt := range tests {
+		if got := nearest(tt.key, known); got != tt.want {
+			t.Errorf("nearest(%q) = %q, want %q", tt.key, got, tt.want)
+		}
+	}
 }

@@ -58,7 +58,7 @@ func searchToolDef(statuses []upstream.Status) mcp.Tool {
 			// must not change while servers start and restart.
 			line := fmt.Sprintf("- %s (%d tools)", st.Name, st.Tools)
 			if st.Summary != "" {
-				line += ": " + firstLine(st.Summary, 160)
+				line += ": " + FirstLine(st.Summary, 160)
 			}
 			up = append(up, line)
 		default:
@@ -148,7 +148,8 @@ func firstParagraph(text string, n int) string {
 	return cut(text, n)
 }
 
-func firstLine(text string, n int) string {
+// FirstLine is the first line of text, cut to n bytes without splitting a character.
+func FirstLine(text string, n int) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
 	return cut(line, n)
 }

@@ -132,8 +132,9 @@ func TestStatusCommand(t *testing.T) {
 		cmd := exec.Command(bin, "status", "--config", cfg, "--wait", "20s")
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("status: %v\n%s", err, out)
+		// A server that failed makes status fail, so that scripts can check.
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "1 of 2 servers not working: broken (failed)") {
+			t.Fatalf("status = %v, want exit status 1 naming broken\n%s", err, out)
 		}
 		return string(out)
 	}
@@ -147,5 +148,10 @@ func TestStatusCommand(t *testing.T) {
 	// The first run cached github's catalog; the second reports its age.
 	if second := status(); !regexp.MustCompile(fmt.Sprintf(`(?m)^github\s+connected\s+%d\s+\d+(\.\d+)?m?s\s*$`, n)).MatchString(second) {
 		t.Errorf("second status does not show a cache age:\n%s", second)
+	}
+	// With every server working, status succeeds.
+	out, errOut, code := runCLI(t, "status", "--config", config(t, "mcpServers:"+githubFixture(t, "")), "--wait", "20s")
+	if code != 0 || !github.MatchString(out) {
+		t.Errorf("status of working servers = %d\n%s%s", code, out, errOut)
 	}
 }

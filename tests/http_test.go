@@ -36,10 +36,16 @@ func serveHTTP(t *testing.T, yaml string, args ...string) string {
 // serveHTTPLogs is serveHTTP that also returns a function reading toolsift's log so far.
 func serveHTTPLogs(t *testing.T, yaml string, args ...string) (string, func() string) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"--config", config(t, yaml), "--listen", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
+	return serveHTTPEnv(t, isolatedEnv(t), config(t, yaml), args...)
+}
+
+// serveHTTPEnv is serveHTTPLogs for a configuration file, in the environment env.
+func serveHTTPEnv(t *testing.T, env []string, cfg string, args ...string) (string, func() string) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--config", cfg, "--listen", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
 	stderr := &lockedWriter{w: &bytes.Buffer{}}
 	cmd.Stderr = stderr
-	cmd.Env = isolatedEnv(t)
+	cmd.Env = env
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -468,4 +474,39 @@ func (elicitor) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.Elicitatio
 	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
 		Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"username": "ada", "email": "ada@example.com"},
 	}}, nil
+}
+
+// TestReadyz: /readyz is 503 until an upstream is connected, even when every server's tools
+// are already known from the catalog cache, and 200 from then on.
+func TestReadyz(t *testing.T) {
+	env := isolatedEnv(t)
+	cfg := config(t, fmt.Sprintf("mcpServers:\n  slow:\n    command: %q\n    args: [--catalog, %q, --start-delay, 3s]\n", fixtureBin, catalog(t, "github")))
+	warmCache(t, env, bin, cfg, "create issue")
+	url, _ := serveHTTPEnv(t, env, cfg)
+	ready := func() (int, string) {
+		r, err := http.Get(url + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, string(b)
+	}
+	if code, body := ready(); code != http.StatusServiceUnavailable || !strings.Contains(body, `"state":"starting"`) || !strings.Contains(body, `"ready":false`) {
+		t.Errorf("/readyz while the only server starts (warm cache) = %d %s, want 503", code, body)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, body := ready()
+		if code == http.StatusOK {
+			if !strings.Contains(body, `"state":"connected"`) || !strings.Contains(body, `"ready":true`) {
+				t.Errorf("/readyz = 200 %s, want the server connected", body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still %d after 20s: %s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
