@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -242,6 +244,25 @@ func TestNearest(t *testing.T) {
 	for _, tt := range tests {
 		if got := nearest(tt.key, known); got != tt.want {
 			t.Errorf("nearest(%q) = %q, want %q", tt.key, got, tt.want)
+		}
+	}
+}
+
+// TestExampleShowsEveryKey: config.example.yaml is where users learn the keys, so it loads
+// and it shows every key the parser knows, commented out or not.
+func TestExampleShowsEveryKey(t *testing.T) {
+	data, err := os.ReadFile("../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse("config.example.yaml", data, env(nil)); err != nil {
+		t.Fatalf("the example does not load: %v", err)
+	}
+	for _, keys := range [][]string{topKeys, authKeys, serverKeys, toolKeys} {
+		for _, k := range keys {
+			if !regexp.MustCompile(`(?m)^[ #]*` + k + `:`).Match(data) {
+				t.Errorf("config.example.yaml does not show %s", k)
+			}
 		}
 	}
 }
