@@ -604,3 +604,23 @@ func TestCatalogCacheAnswersAtOnce(t *testing.T) {
 		t.Errorf("tool_search's description changed when the cached server came up:\nbefore: %s\nafter:  %s", before, after)
 	}
 }
+
+// TestSchemaWithoutTypeIsMadeAnObject: gitlab's schemas lack "type": "object", and Claude
+// Code drops a server's whole tool list over one such schema, tool_search with it. toolsift
+// adds the type and keeps the rest of the schema as sent.
+func TestSchemaWithoutTypeIsMadeAnObject(t *testing.T) {
+	c := proxy(t, fmt.Sprintf("mcpServers:\n  gitlab:\n    command: %q\n    args: [--catalog, %q, --builtins=false]\n", fixtureBin, catalog(t, "gitlab")))
+	sr := c.search("select:gitlab__create_issue", 1)
+	if len(sr.Matches) != 1 {
+		t.Fatalf("matches = %q", matchNames(sr))
+	}
+	want := `{"type":"object","$schema":"http://json-schema.org/draft-07/schema#"}`
+	if got := string(sr.Matches[0].InputSchema); got != want {
+		t.Errorf("tool_search schema = %s, want %s", got, want)
+	}
+	for _, tool := range c.waitTool("gitlab__create_issue") {
+		if tool.Name == "gitlab__create_issue" && string(tool.InputSchema) != want {
+			t.Errorf("tools/list schema = %s, want %s", tool.InputSchema, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@
 package upstream
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -74,10 +75,29 @@ func ParseTool(raw json.RawMessage) (Tool, error) {
 	}
 	return Tool{
 		Name: t.Name, Title: t.Title, Description: t.Description,
-		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
+		InputSchema: objectSchema(t.InputSchema), OutputSchema: t.OutputSchema, Annotations: t.Annotations,
 		Meta: t.Meta, Icons: t.Icons, Execution: t.Execution,
 		AlwaysLoad: meta.AlwaysLoad,
 	}, nil
+}
+
+// objectSchema returns an input schema that says "type": "object", as MCP requires of one:
+// Claude Code drops a server's whole tool list over a single schema without it (gitlab's
+// lack it), which behind toolsift would take tool_search with it. A schema that says it, or
+// says another type, or is not a JSON object, is kept byte for byte.
+func objectSchema(s json.RawMessage) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(s, &fields) != nil || fields == nil {
+		return s
+	}
+	if _, ok := fields["type"]; ok {
+		return s
+	}
+	rest := bytes.TrimLeft(bytes.TrimSpace(s)[1:], " \t\r\n")
+	if rest[0] == '}' {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return append(json.RawMessage(`{"type":"object",`), rest...)
 }
 
 // State is where a server's connection stands.
