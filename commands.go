@@ -42,6 +42,10 @@ func commands() []command {
 	return []command{
 		{"serve", "[--config FILE] [--listen ADDR] [--log-level LEVEL]",
 			"serve MCP on stdio, as a client starts it (the default command), or streamable HTTP with --listen", serve},
+		{"import", "[--client NAME] [FILE...] [-o FILE] [--force]",
+			"write a toolsift config holding your clients' MCP servers (Claude, Cursor, VS Code, Gemini, Codex, opencode)", noStdin(importCmd)},
+		{"setup", "CLIENT [--config FILE] [--file CLIENTFILE] [--undo] [--dry-run]",
+			"point a client at toolsift in place of its servers, keeping a backup; --undo switches back", noStdin(setupCmd)},
 		{"status", "[--config FILE] [--wait 30s]",
 			"start every server, show each one's state, tools and last error; warms the catalog cache", noStdin(statusCmd)},
 		{"search", "[--config FILE | --tools FILE...] [-n 10] QUERY",

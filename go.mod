@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/mark3labs/mcp-go v1.2.1
+	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/sahilm/fuzzy v0.1.3
 	gopkg.in/yaml.v3 v3.0.1
 )

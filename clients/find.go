@@ -1,0 +1,103 @@
+package clients
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// userFiles are each client's user-level files, relative to the home directory. Paths of
+// every platform are listed: only the ones that exist are read.
+var userFiles = map[Kind][]string{
+	ClaudeCode: {".claude.json"},
+	ClaudeDesktop: {
+		".config/Claude/claude_desktop_config.json",
+		"Library/Application Support/Claude/claude_desktop_config.json",
+		"AppData/Roaming/Claude/claude_desktop_config.json",
+	},
+	Cursor: {".cursor/mcp.json"},
+	VSCode: {
+		".config/Code/User/mcp.json",
+		"Library/Application Support/Code/User/mcp.json",
+		"AppData/Roaming/Code/User/mcp.json",
+		".config/Code/User/settings.json",
+		"Library/Application Support/Code/User/settings.json",
+		"AppData/Roaming/Code/User/settings.json",
+	},
+	Gemini:   {".gemini/settings.json"},
+	Codex:    {".codex/config.toml"},
+	OpenCode: {".config/opencode/opencode.json", ".config/opencode/opencode.jsonc"},
+}
+
+// projectFiles are each client's project-level files, relative to the project directory.
+var projectFiles = map[Kind][]string{
+	ClaudeCode: {".mcp.json"},
+	Cursor:     {".cursor/mcp.json"},
+	VSCode:     {".vscode/mcp.json"},
+	Gemini:     {".gemini/settings.json"},
+	Codex:      {".codex/config.toml"},
+	OpenCode:   {"opencode.json", "opencode.jsonc", ".opencode/opencode.json", ".opencode/opencode.jsonc"},
+}
+
+// Find returns the client configuration files that exist for a user whose home is home,
+// working in cwd: each client's user-level files, then its project-level files in cwd.
+// Only cwd itself is searched for project files, not its parents. Either directory may be
+// empty to leave its files out.
+func Find(home, cwd string) []Source {
+	var out []Source
+	seen := map[string]bool{}
+	add := func(path string, kind Kind) {
+		if seen[path] {
+			return
+		}
+		if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+			return
+		}
+		seen[path] = true
+		out = append(out, Source{Path: path, Kind: kind, Project: projectOf(path, kind, home)})
+	}
+	for _, k := range Kinds {
+		if home != "" {
+			for _, rel := range userFiles[k] {
+				add(filepath.Join(home, filepath.FromSlash(rel)), k)
+			}
+		}
+		if cwd != "" {
+			for _, rel := range projectFiles[k] {
+				add(filepath.Join(cwd, filepath.FromSlash(rel)), k)
+			}
+		}
+	}
+	return out
+}
+
+// DefaultFile is the file setup changes for a client: its user-level file (the one that
+// exists, else this platform's), so that toolsift serves every project. VS Code's is its
+// user mcp.json unless only the workspace has one.
+func DefaultFile(kind Kind, home, cwd string) string {
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	candidates := userFiles[kind]
+	if kind == VSCode {
+		candidates = candidates[:3] // the mcp.json files; settings.json is read, not written
+	}
+	for _, rel := range candidates {
+		if p := filepath.Join(home, filepath.FromSlash(rel)); exists(p) {
+			return p
+		}
+	}
+	if kind == VSCode && cwd != "" {
+		if p := filepath.Join(cwd, ".vscode", "mcp.json"); exists(p) {
+			return p
+		}
+	}
+	i := 0
+	if len(candidates) == 3 { // one per platform, in the order linux, darwin, windows
+		switch runtime.GOOS {
+		case "darwin":
+			i = 1
+		case "windows":
+			i = 2
+		}
+	}
+	return filepath.Join(home, filepath.FromSlash(candidates[i]))
+}

@@ -1,0 +1,477 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/toolsift/toolsift/clients"
+	"github.com/toolsift/toolsift/config"
+)
+
+const importUsage = `Usage: toolsift import [--client NAME] [FILE...] [-o FILE] [--force]
+
+Reads the MCP servers your clients are configured with and prints a toolsift
+configuration holding them. Without FILE it reads the client configurations there are
+for you and for this directory, and says on stderr which: ~/.claude.json and ./.mcp.json
+(Claude Code), claude_desktop_config.json, ~/.cursor/mcp.json and ./.cursor/mcp.json,
+VS Code's user mcp.json and ./.vscode/mcp.json, ~/.gemini/settings.json and
+./.gemini/settings.json, ~/.codex/config.toml, opencode.json. A FILE's client is told
+from its name and content.
+
+Flags:
+  --client NAME  read only this client's files, or read each FILE as its format:
+                 claude-code, claude-desktop, cursor, vscode, gemini, codex, opencode
+  -o FILE        write the configuration to FILE (mode 0600) instead of stdout
+  --force        with -o, overwrite FILE if it exists
+
+What cannot be carried over as it was — VS Code input prompts, env files, transports
+toolsift does not speak, entries without command or url, a name used twice — is reported
+on stderr and noted beside the server. toolsift's own entry is left out; disabled servers
+are kept with disabled: true.
+
+Then switch a client over: toolsift setup CLIENT (see toolsift setup -h).
+`
+
+const setupUsage = `Usage: toolsift setup CLIENT [--config FILE] [--file CLIENTFILE] [--undo] [--dry-run]
+                      [--force] [--command PATH]
+
+Switches a client to toolsift: the servers toolsift import takes from the client's
+configuration are replaced by one entry that starts toolsift with your configuration;
+everything else in the file is kept as it was. The file is first copied to
+CLIENTFILE.toolsift-backup, then rewritten atomically with its permissions kept; --undo
+puts the servers back and removes the backup.
+
+CLIENT is claude-code, claude-desktop, cursor, vscode, gemini, codex or opencode. The file
+changed is the client's user-level one: ~/.claude.json (its user servers, and the local
+servers of the project you are in), claude_desktop_config.json, ~/.cursor/mcp.json, VS
+Code's user mcp.json, ~/.gemini/settings.json, ~/.codex/config.toml,
+~/.config/opencode/opencode.json. --file picks another, such as a project's .mcp.json.
+
+Flags:
+  --config FILE   the toolsift configuration the client starts toolsift with; it must hold
+                  the servers being moved (default: ./toolsift.yaml, then
+                  $XDG_CONFIG_HOME/toolsift/config.yaml)
+  --file FILE     the client configuration to change
+  --undo          switch back
+  --dry-run       show what would change, write nothing
+  --force         switch even if servers being moved are not in the toolsift
+                  configuration (the backup keeps them)
+  --command PATH  the toolsift the client runs (default: this toolsift, by the path on
+                  your PATH that leads to it, else by its own absolute path: clients
+                  started from a desktop do not see your shell's PATH)
+
+Typically: toolsift import -o ~/.config/toolsift/config.yaml
+           toolsift setup claude-code
+`
+
+// parseInterleaved parses flags that may come before, between or after the positional
+// arguments, which it returns.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+}
+
+// newFlagSet makes a flag set whose -h and errors the command reports itself.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// userDirs returns the user's home directory and the working directory; either is empty if
+// it cannot be told.
+func userDirs() (home, cwd string) {
+	home, _ = os.UserHomeDir()
+	cwd, _ = os.Getwd()
+	return home, cwd
+}
+
+func kindNames() string {
+	names := make([]string, len(clients.Kinds))
+	for i, k := range clients.Kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
+
+// importCmd prints a toolsift configuration holding the servers of the user's MCP clients:
+// toolsift import [--client NAME] [FILE...] [-o FILE] [--force].
+func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("import")
+	client := fs.String("client", "", "")
+	out := fs.String("o", "", "")
+	force := fs.Bool("force", false, "")
+	files, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, importUsage)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v (see toolsift import -h)", errUsage, err)
+	}
+	var kind clients.Kind
+	if *client != "" {
+		if kind, err = clients.ParseKind(*client); err != nil {
+			return fmt.Errorf("%w: --client: %v", errUsage, err)
+		}
+	}
+	if *out != "" && !*force {
+		if _, err := os.Stat(*out); err == nil {
+			return fmt.Errorf("%w: %s exists: pass --force to overwrite it, or choose another -o FILE", errUsage, *out)
+		}
+	}
+	home, cwd := userDirs()
+	opts := clients.Options{Home: home, Dir: cwd}
+	show := func(p string) string { return showPath(p, home) }
+
+	var imps []clients.Import
+	if len(files) > 0 {
+		for _, f := range files {
+			abs, err := filepath.Abs(f)
+			if err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+			imp, err := clients.Read(abs, kind, opts)
+			if errors.Is(err, clients.ErrUnknownFormat) {
+				return fmt.Errorf("%w; say which client's it is with --client NAME (%s)", err, kindNames())
+			}
+			if err != nil {
+				return err
+			}
+			imps = append(imps, imp)
+		}
+	} else {
+		sources := clients.Find(home, cwd)
+		if kind != "" {
+			sources = slices.DeleteFunc(sources, func(s clients.Source) bool { return s.Kind != kind })
+		}
+		if len(sources) == 0 {
+			what := "no MCP client configuration"
+			if kind != "" {
+				what = "no " + kind.Title() + " configuration"
+			}
+			return fmt.Errorf("%s found in %s or %s: name the files to read (toolsift import FILE...), see toolsift import -h", what, show(home), cwd)
+		}
+		for _, src := range sources {
+			imp, err := clients.Read(src.Path, src.Kind, opts)
+			if err != nil {
+				// One broken file should not keep the others from being imported, but it
+				// must not go unnoticed either.
+				fmt.Fprintf(stderr, "toolsift: not read, its servers are not in the output: %v\n", err)
+				continue
+			}
+			imps = append(imps, imp)
+		}
+	}
+	imp := clients.Merge(imps...)
+	for _, src := range imp.Sources {
+		n := 0
+		for _, s := range imp.Servers {
+			if s.Source.Path == src.Path {
+				n++
+			}
+		}
+		fmt.Fprintf(stderr, "toolsift: read %s (%s): %s\n", show(src.Path), src.Kind, plural(n, "server"))
+	}
+	for _, w := range imp.Warnings {
+		fmt.Fprintf(stderr, "toolsift: %s\n", show(w.String()))
+	}
+	data := clients.Render(imp, home)
+	if *out == "" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(*out), 0o700); err != nil {
+		return fmt.Errorf("writing %s: %w", *out, err)
+	}
+	// 0600: literal values such as API keys are copied as they were.
+	if err := clients.WriteFileAtomic(*out, data, 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "toolsift: wrote %s to %s; check them with toolsift status --config %s, then switch a client: toolsift setup CLIENT\n",
+		plural(len(imp.Servers), "server"), *out, *out)
+	return nil
+}
+
+// setupCmd switches a client to toolsift, or back:
+// toolsift setup CLIENT [--config FILE] [--file CLIENTFILE] [--undo] [--dry-run].
+func setupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("setup")
+	configFile := fs.String("config", "", "")
+	clientFile := fs.String("file", "", "")
+	undo := fs.Bool("undo", false, "")
+	dryRun := fs.Bool("dry-run", false, "")
+	force := fs.Bool("force", false, "")
+	command := fs.String("command", "", "")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, setupUsage)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v (see toolsift setup -h)", errUsage, err)
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: name one client: toolsift setup CLIENT, where CLIENT is one of %s", errUsage, kindNames())
+	}
+	kind, err := clients.ParseKind(pos[0])
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	home, cwd := userDirs()
+	opts := clients.Options{Home: home, Dir: cwd}
+	file := *clientFile
+	if file == "" {
+		if home == "" {
+			return fmt.Errorf("%w: no home directory to find %s's configuration in: pass --file CLIENTFILE", errUsage, kind.Title())
+		}
+		file = clients.DefaultFile(kind, home, cwd)
+	} else if file, err = filepath.Abs(file); err != nil {
+		return err
+	}
+	show := func(p string) string { return showPath(p, home) }
+	if *undo {
+		return undoSetup(kind, file, opts, *dryRun, stdout, show)
+	}
+
+	cfgFile, err := findConfig(*configFile)
+	if err != nil {
+		return fmt.Errorf("%w; or make one from your clients' servers: toolsift import -o %s", err,
+			show(filepath.Join(cmp.Or(os.Getenv("XDG_CONFIG_HOME"), filepath.Join(home, ".config")), "toolsift", "config.yaml")))
+	}
+	if cfgFile, err = filepath.Abs(cfgFile); err != nil {
+		return err
+	}
+	if _, err := os.Stat(cfgFile); err != nil {
+		return fmt.Errorf("--config %s: %w: make it from your clients' servers with toolsift import -o %s", show(cfgFile), err, show(cfgFile))
+	}
+	unset, err := checkConfig(cfgFile)
+	if err != nil {
+		return fmt.Errorf("the client could not start toolsift with this configuration: fix it, then run setup again: %w", err)
+	}
+	cfg := unset.cfg
+	cmdPath := *command
+	if cmdPath == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding toolsift's own path: %w; pass --command PATH", err)
+		}
+		if cmdPath, err = toolsiftCommand(exe, exec.LookPath); err != nil {
+			return err
+		}
+	}
+	entry := clients.Entry{Command: cmdPath, Args: []string{"--config", cfgFile}}
+	ch, err := clients.PlanSetup(file, kind, entry, opts)
+	if errors.Is(err, clients.ErrStaleBackup) {
+		return fmt.Errorf("%w: to restore it run toolsift setup %s --undo --file %s", err, kind, file)
+	}
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, s := range ch.Moved {
+		if !slices.ContainsFunc(cfg.Servers, func(c config.Server) bool { return c.Name == s.Name }) {
+			missing = append(missing, s.Name)
+		}
+	}
+	if len(missing) > 0 && !*force {
+		return fmt.Errorf("%s has servers that are not in %s: %s; setup would take them out of %s: add them first (toolsift import --client %s %s, and merge its output into %s), or pass --force (the backup keeps them)",
+			show(file), show(cfgFile), strings.Join(missing, ", "), kind.Title(), kind, show(file), show(cfgFile))
+	}
+
+	verb := map[bool]string{true: "would be ", false: ""}[*dryRun]
+	fmt.Fprintf(stdout, "%s: %s\n", kind, show(file))
+	if len(ch.Moved) > 0 {
+		fmt.Fprintf(stdout, "  %smoved to toolsift: %s\n", verb, show(strings.Join(serverNames(ch.Moved), ", ")))
+	}
+	for _, k := range ch.Kept {
+		fmt.Fprintf(stdout, "  kept in %s, toolsift could not import it: %s\n", kind.Title(), keptReason(k, ch.Warnings))
+	}
+	fmt.Fprintf(stdout, "  toolsift entry: %s %s\n", entry.Command, strings.Join(entry.Args, " "))
+	if ch.Changed() && len(ch.Old) > 0 {
+		fmt.Fprintf(stdout, "  backup: %s\n", show(ch.Backup))
+	}
+	for _, n := range ch.Notes {
+		fmt.Fprintf(stdout, "  note: %s\n", n)
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(stdout, "  note: not in %s, kept only in the backup: %s\n", show(cfgFile), strings.Join(missing, ", "))
+	}
+	if len(unset.vars) > 0 {
+		fmt.Fprintf(stdout, "  note: not set in this shell: %s; toolsift stops at start with an error unless they are set where %s runs (or given a default: ${VAR:-value})\n",
+			strings.Join(unset.vars, ", "), kind.Title())
+	}
+	for _, other := range otherFiles(kind, file, home, cwd, opts) {
+		fmt.Fprintf(stdout, "  note: %s has %s of its own, which %s loads beside toolsift: switch it too with toolsift setup %s --file %s\n",
+			show(other.path), plural(other.servers, "server"), kind.Title(), kind, show(other.path))
+	}
+	if *dryRun {
+		fmt.Fprintf(stdout, "Dry run, nothing written. The servers would be:\n%s\n", strings.TrimRight(ch.Snippet, "\n"))
+		return nil
+	}
+	if !ch.Changed() {
+		fmt.Fprintln(stdout, "Already switched: nothing to change.")
+		return nil
+	}
+	if err := ch.Apply(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Done: restart %s to use toolsift. Undo with: toolsift setup %s --undo%s\n", kind.Title(), kind, fileFlag(*clientFile, file, show))
+	return nil
+}
+
+type checkedConfig struct {
+	cfg *config.Config
+	// vars are the variables the configuration needs that are not set here.
+	vars []string
+}
+
+// checkConfig loads the configuration setup points the client at. What counts is the
+// environment the client starts toolsift in, not this shell's, so a variable unset here
+// does not fail the check; it is reported.
+func checkConfig(file string) (checkedConfig, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return checkedConfig{}, fmt.Errorf("reading config: %w", err)
+	}
+	var c checkedConfig
+	c.cfg, err = config.Parse(file, data, func(name string) (string, bool) {
+		if v, ok := os.LookupEnv(name); ok {
+			return v, true
+		}
+		// Without a default the variable would stop toolsift; with one, "" makes the
+		// configuration use the default.
+		if strings.Contains(string(data), "${"+name+"}") && !slices.Contains(c.vars, name) {
+			c.vars = append(c.vars, name)
+		}
+		return "", true
+	})
+	return c, err
+}
+
+func undoSetup(kind clients.Kind, file string, opts clients.Options, dryRun bool, stdout io.Writer, show func(string) string) error {
+	ch, err := clients.PlanUndo(file, kind, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: %s\n", kind, show(file))
+	fmt.Fprintf(stdout, "  %s\n", show(ch.Snippet))
+	for _, n := range ch.Notes {
+		fmt.Fprintf(stdout, "  note: %s\n", n)
+	}
+	if dryRun {
+		fmt.Fprintln(stdout, "Dry run, nothing written.")
+		return nil
+	}
+	if err := ch.Apply(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Done: restart %s to use its own servers again.\n", kind.Title())
+	return nil
+}
+
+type otherFile struct {
+	path    string
+	servers int
+}
+
+// otherFiles finds the client's other configuration files that still have servers, which
+// the client loads beside toolsift's entry.
+func otherFiles(kind clients.Kind, file, home, cwd string, opts clients.Options) []otherFile {
+	var out []otherFile
+	for _, src := range clients.Find(home, cwd) {
+		if src.Kind != kind || src.Path == file {
+			continue
+		}
+		imp, err := clients.Read(src.Path, src.Kind, opts)
+		if err != nil || len(imp.Servers) == 0 {
+			continue
+		}
+		out = append(out, otherFile{src.Path, len(imp.Servers)})
+	}
+	return out
+}
+
+func keptReason(key string, warnings []clients.Warning) string {
+	for _, w := range warnings {
+		if w.Server == key || strings.HasPrefix(w.Server, key+" (") {
+			return key + " (" + w.Msg + ")"
+		}
+	}
+	return key
+}
+
+func serverNames(servers []clients.Server) []string {
+	names := make([]string, len(servers))
+	for i, s := range servers {
+		names[i] = s.Name
+		if s.Scope != "" {
+			names[i] += " (" + s.Scope + ")"
+		}
+	}
+	return names
+}
+
+func fileFlag(given, file string, show func(string) string) string {
+	if given == "" {
+		return ""
+	}
+	return " --file " + show(file)
+}
+
+// toolsiftCommand returns the command a client should start toolsift by, given this
+// executable's path: the toolsift on PATH when it is this executable (a path such as
+// /usr/local/bin/toolsift that stays right across upgrades), else the executable's own
+// absolute path. Not a bare "toolsift": clients started from a desktop do not see the PATH
+// of the user's shell. A binary built by go run is refused, as it is deleted on exit.
+func toolsiftCommand(exe string, lookPath func(string) (string, error)) (string, error) {
+	real := exe
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		real = r
+	}
+	if p, err := lookPath("toolsift"); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			if r, err := filepath.EvalSymlinks(abs); err == nil && r == real {
+				return abs, nil
+			}
+		}
+	}
+	if strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		return "", fmt.Errorf("%w: toolsift is running from a temporary build (%s, as go run makes): install it (go install github.com/toolsift/toolsift@latest) and run setup with that, or pass --command PATH", errUsage, exe)
+	}
+	return exe, nil
+}
+
+// showPath writes paths in s that are under home as ~/….
+func showPath(s, home string) string {
+	if home != "" && filepath.Clean(s) == filepath.Clean(home) {
+		return "~"
+	}
+	return clients.Tilde(s, home)
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

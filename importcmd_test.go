@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolsift/toolsift/config"
+)
+
+// fakeUser makes a home directory with a few clients configured and a project to work in,
+// points HOME and XDG_CONFIG_HOME at it and changes into the project. It returns the home
+// and project directories.
+func fakeUser(t *testing.T) (home, project string) {
+	t.Helper()
+	home = t.TempDir()
+	project = filepath.Join(home, "src", "app")
+	files := map[string]string{
+		".claude.json": `{
+  "numStartups": 3,
+  "mcpServers": {
+    "github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/", "headers": {"Authorization": "Bearer ${GITHUB_PAT}"}},
+    "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}
+  },
+  "projects": {"` + project + `": {"mcpServers": {"postgres": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-postgres", "postgresql://localhost/app"]}}, "allowedTools": []}}
+}
+`,
+		".cursor/mcp.json":   `{"mcpServers": {"context7": {"url": "https://mcp.context7.com/mcp", "headers": {"KEY": "${env:CONTEXT7_KEY}"}}, "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`,
+		".codex/config.toml": "model = \"gpt-5-codex\"\n\n[mcp_servers.figma]\nurl = \"https://mcp.figma.com/mcp\"\nbearer_token_env_var = \"FIGMA_TOKEN\"\n",
+		"src/app/.vscode/mcp.json": `{
+  // workspace servers
+  "inputs": [{"type": "promptString", "id": "api-key", "password": true}],
+  "servers": {"search": {"type": "stdio", "command": "uvx", "args": ["search-mcp"], "env": {"KEY": "${input:api-key}"}}},
+}`,
+	}
+	for rel, content := range files {
+		p := filepath.Join(home, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Chdir(project)
+	return home, project
+}
+
+// anyEnv lets every ${VAR} expand, to check a configuration's shape without its secrets.
+func anyEnv(string) (string, bool) { return "", true }
+
+func TestImportCmd(t *testing.T) {
+	home, _ := fakeUser(t)
+	var stdout, stderr bytes.Buffer
+	if err := importCmd(context.Background(), nil, &stdout, &stderr); err != nil {
+		t.Fatalf("import: %v\nstderr: %s", err, stderr.String())
+	}
+	cfg, err := config.Parse("stdout", stdout.Bytes(), anyEnv)
+	if err != nil {
+		t.Fatalf("the output does not load: %v\n%s", err, stdout.String())
+	}
+	var names []string
+	for _, s := range cfg.Servers {
+		names = append(names, s.Name)
+	}
+	if got, want := strings.Join(names, " "), "github memory postgres context7 search figma"; got != want {
+		t.Errorf("servers = %s, want %s", got, want)
+	}
+	for _, want := range []string{
+		"toolsift: read ~/.claude.json (claude-code): 3 servers",
+		"toolsift: read ~/.cursor/mcp.json (cursor): 1 server",
+		"toolsift: read ~/src/app/.vscode/mcp.json (vscode): 1 server",
+		"toolsift: read ~/.codex/config.toml (codex): 1 server",
+		`~/.cursor/mcp.json: server "memory": same as "memory" from ~/.claude.json: imported once`,
+		`server "search": ${input:api-key} is a prompt`,
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") && strings.Contains(line, home) {
+			t.Errorf("a comment names the home directory instead of ~: %s", line)
+		}
+	}
+
+	// -o writes the file, once.
+	out := filepath.Join(home, ".config", "toolsift", "config.yaml")
+	stderr.Reset()
+	if err := importCmd(context.Background(), []string{"-o", out}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(out); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("-o file: %v, %v", st, err)
+	}
+	if _, err := config.Load(out, anyEnv); err != nil {
+		t.Errorf("written config does not load: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "wrote 6 servers to "+out) {
+		t.Errorf("stderr = %s", stderr.String())
+	}
+	err = importCmd(context.Background(), []string{"-o", out}, &stdout, &stderr)
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "pass --force to overwrite it") {
+		t.Errorf("second -o = %v, want a usage error", err)
+	}
+	if err := importCmd(context.Background(), []string{"--force", "-o", out}, &stdout, &stderr); err != nil {
+		t.Errorf("--force: %v", err)
+	}
+}
+
+func TestImportCmdArgs(t *testing.T) {
+	home, project := fakeUser(t)
+	mcp := filepath.Join(project, "servers.json")
+	os.WriteFile(mcp, []byte(`{"mcpServers": {"a": {"command": "x"}}}`), 0o644)
+	broken := filepath.Join(project, "broken.json")
+	os.WriteFile(broken, []byte("{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\" \"args\": []}\n  }\n}\n"), 0o644)
+	other := filepath.Join(project, "package.json")
+	os.WriteFile(other, []byte(`{"name": "app"}`), 0o644)
+
+	tests := []struct {
+		name     string
+		args     []string
+		wantOut  string // in stdout
+		wantLog  string // in stderr
+		wantErr  string
+		errUsage bool
+	}{
+		{"help", []string{"-h"}, "Usage: toolsift import", "", "", false},
+		{"help long", []string{"--help"}, "--client NAME", "", "", false},
+		{"one client", []string{"--client", "cursor"}, "context7:", "read ~/.cursor/mcp.json (cursor)", "", false},
+		{"a file, flags after", []string{mcp, "--client", "cursor"}, "  a:\n    command: x", "servers.json (cursor): 1 server", "", false},
+		{"a file, guessed", []string{mcp}, "  a:", "read as Claude Code's .mcp.json format", "", false},
+		{"unknown client", []string{"--client", "emacs"}, "", "", `--client: unknown client "emacs"`, true},
+		{"bad flag", []string{"--frobnicate"}, "", "", "flag provided but not defined: -frobnicate (see toolsift import -h)", true},
+		{"broken file", []string{broken}, "", "", "broken.json:3:26: want , or } after the value of \"command\"", false},
+		{"unknown format", []string{other}, "", "", "say which client's it is with --client NAME", false},
+		{"missing file", []string{filepath.Join(project, "nope.json")}, "", "", "nope.json", false},
+		{"no such client configured", []string{"--client", "opencode"}, "", "", "no opencode configuration found in ~ or " + project + ": name the files to read", false},
+	}
+	_ = home
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := importCmd(context.Background(), tt.args, &stdout, &stderr)
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("import %q = %v\nstderr: %s", tt.args, err, stderr.String())
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("import %q = %v, want an error containing %q", tt.args, err, tt.wantErr)
+			}
+			if err != nil && errors.Is(err, errUsage) != tt.errUsage {
+				t.Errorf("errors.Is(%v, errUsage) = %v, want %v", err, !tt.errUsage, tt.errUsage)
+			}
+			if !strings.Contains(stdout.String(), tt.wantOut) {
+				t.Errorf("stdout lacks %q:\n%s", tt.wantOut, stdout.String())
+			}
+			if !strings.Contains(stderr.String(), tt.wantLog) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantLog, stderr.String())
+			}
+		})
+	}
+}
+
+// TestImportCmdBrokenDiscovered: a broken file found on its own is reported and the others
+// are still imported.
+func TestImportCmdBrokenDiscovered(t *testing.T) {
+	home, _ := fakeUser(t)
+	os.WriteFile(filepath.Join(home, ".cursor", "mcp.json"), []byte(`{"mcpServers": {`), 0o600)
+	var stdout, stderr bytes.Buffer
+	if err := importCmd(context.Background(), nil, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), "not read, its servers are not in the output: "+filepath.Join(home, ".cursor", "mcp.json")+":1:16:") {
+		t.Errorf("stderr = %s", stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "github:") {
+		t.Errorf("the other files were not imported:\n%s", stdout.String())
+	}
+}
+
+// TestSetupCmd is the flow the README suggests: import into the default configuration,
+// switch Claude Code over, and back.
+func TestSetupCmd(t *testing.T) {
+	home, project := fakeUser(t)
+	claude := filepath.Join(home, ".claude.json")
+	orig, _ := os.ReadFile(claude)
+	ctx := context.Background()
+	var stdout, stderr bytes.Buffer
+	// Without a configuration there is nothing to point the client at.
+	err := setupCmd(ctx, []string{"claude-code", "--command", "/opt/bin/toolsift"}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "toolsift import -o ~/.config/toolsift/config.yaml") {
+		t.Fatalf("setup without a config = %v", err)
+	}
+	cfg := filepath.Join(home, ".config", "toolsift", "config.yaml")
+	if err := importCmd(ctx, []string{"--client", "claude-code", "-o", cfg}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+
+	stdout.Reset()
+	if err := setupCmd(ctx, []string{"claude-code", "--command", "/opt/bin/toolsift", "--dry-run"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := os.ReadFile(claude); !bytes.Equal(now, orig) {
+		t.Fatal("--dry-run wrote the file")
+	}
+	for _, want := range []string{
+		"claude-code: ~/.claude.json",
+		"would be moved to toolsift: github, memory, postgres (project ~/src/app)",
+		"toolsift entry: /opt/bin/toolsift --config " + cfg,
+		"not set in this shell: GITHUB_PAT",
+		"Dry run, nothing written. The servers would be:\n  \"mcpServers\": {\n    \"toolsift\": {",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+
+	stdout.Reset()
+	if err := setupCmd(ctx, []string{"claude-code", "--command", "/opt/bin/toolsift"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "backup: ~/.claude.json.toolsift-backup") || !strings.Contains(stdout.String(), "Done: restart Claude Code") {
+		t.Errorf("setup output:\n%s", stdout.String())
+	}
+	switched, _ := os.ReadFile(claude)
+	if !bytes.Contains(switched, []byte(`"args": ["--config", "`+cfg+`"]`)) || bytes.Contains(switched, []byte("server-memory")) || !bytes.Contains(switched, []byte(`"numStartups": 3`)) {
+		t.Errorf("switched file:\n%s", switched)
+	}
+	// Importing again finds nothing to import from Claude Code: toolsift's entry is skipped.
+	stdout.Reset()
+	stderr.Reset()
+	if err := importCmd(ctx, []string{"--client", "claude-code"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), `server "toolsift": this is toolsift itself: left out`) || !strings.Contains(stdout.String(), "mcpServers: {}") {
+		t.Errorf("import after setup: stdout %s\nstderr %s", stdout.String(), stderr.String())
+	}
+
+	stdout.Reset()
+	if err := setupCmd(ctx, []string{"--undo", "claude-code"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := os.ReadFile(claude); !bytes.Equal(now, orig) {
+		t.Errorf("undo did not restore the file:\n%s", now)
+	}
+	if !strings.Contains(stdout.String(), "restored ~/.claude.json byte for byte") {
+		t.Errorf("undo output:\n%s", stdout.String())
+	}
+	_ = project
+}
+
+func TestSetupCmdArgs(t *testing.T) {
+	home, project := fakeUser(t)
+	cfg := filepath.Join(home, ".config", "toolsift", "config.yaml")
+	os.MkdirAll(filepath.Dir(cfg), 0o755)
+	os.WriteFile(cfg, []byte("mcpServers:\n  memory:\n    command: npx\n"), 0o600)
+	broken := filepath.Join(project, "broken.yaml")
+	os.WriteFile(broken, []byte("mcpServers:\n  a:\n    comand: x\n"), 0o600)
+	tests := []struct {
+		name     string
+		args     []string
+		wantOut  string
+		wantErr  string
+		errUsage bool
+	}{
+		{"help", []string{"-h"}, "Usage: toolsift setup CLIENT", "", false},
+		{"no client", nil, "", "name one client: toolsift setup CLIENT, where CLIENT is one of claude-code,", true},
+		{"two clients", []string{"cursor", "codex"}, "", "name one client", true},
+		{"unknown client", []string{"emacs"}, "", `unknown client "emacs" (known: claude-code`, true},
+		{"bad flag", []string{"cursor", "--nope"}, "", "flag provided but not defined: -nope (see toolsift setup -h)", true},
+		{"servers missing from the config", []string{"claude-code", "--command", "/t"}, "",
+			"~/.claude.json has servers that are not in ~/.config/toolsift/config.yaml: github, postgres; setup would take them out of Claude Code: add them first (toolsift import --client claude-code ~/.claude.json", false},
+		{"forced", []string{"cursor", "--force", "--command", "/t", "--dry-run"}, "note: not in ~/.config/toolsift/config.yaml, kept only in the backup: context7", "", false},
+		{"broken config", []string{"cursor", "--config", broken, "--command", "/t"}, "", "broken.yaml:3: mcpServers.a.comand: unknown key", false},
+		{"missing config", []string{"cursor", "--config", "nope.yaml", "--command", "/t"}, "", "no such file or directory: make it from your clients' servers with toolsift import -o ~/src/app/nope.yaml", false},
+		{"undo nothing", []string{"gemini", "--undo"}, "", "nothing to undo", false},
+		{"file flag", []string{"claude-code", "--file", ".vscode/mcp.json", "--command", "/t", "--force", "--dry-run"},
+			"claude-code: ~/src/app/.vscode/mcp.json", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := setupCmd(context.Background(), tt.args, &stdout, &stderr)
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("setup %q = %v", tt.args, err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("setup %q = %v, want an error containing %q", tt.args, err, tt.wantErr)
+			}
+			if err != nil && errors.Is(err, errUsage) != tt.errUsage {
+				t.Errorf("errors.Is(%v, errUsage) = %v, want %v", err, !tt.errUsage, tt.errUsage)
+			}
+			if !strings.Contains(stdout.String(), tt.wantOut) {
+				t.Errorf("stdout lacks %q:\n%s", tt.wantOut, stdout.String())
+			}
+		})
+	}
+}
+
+func TestSetupToolsiftCommand(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.MkdirAll(bin, 0o755)
+	real := filepath.Join(dir, "Cellar", "toolsift", "1.0", "toolsift")
+	os.MkdirAll(filepath.Dir(real), 0o755)
+	os.WriteFile(real, []byte("#!/bin/sh\n"), 0o755)
+	link := filepath.Join(bin, "toolsift")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip(err)
+	}
+	other := filepath.Join(dir, "other-toolsift")
+	os.WriteFile(other, []byte("#!/bin/sh\n"), 0o755)
+	found := func(p string) func(string) (string, error) {
+		return func(string) (string, error) { return p, nil }
+	}
+	notFound := func(string) (string, error) { return "", errors.New("not found") }
+	tests := []struct {
+		name     string
+		exe      string
+		lookPath func(string) (string, error)
+		want     string
+		wantErr  string
+	}{
+		{"the PATH's link to this binary", real, found(link), link, ""},
+		{"not on PATH", real, notFound, real, ""},
+		{"PATH has another toolsift", other, found(link), other, ""},
+		{"go run", "/tmp/go-build123/b001/exe/toolsift", notFound, "", "temporary build"},
+	}
+	for _, tt := range tests {
+		got, err := toolsiftCommand(tt.exe, tt.lookPath)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, errUsage) {
+				t.Errorf("%s: toolsiftCommand = %q, %v; want a usage error containing %q", tt.name, got, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%s: toolsiftCommand = %q, %v; want %q", tt.name, got, err, tt.want)
+		}
+	}
+}
