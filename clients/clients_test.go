@@ -3,6 +3,7 @@ package clients
 import (
 	"errors"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -437,10 +438,10 @@ func checkServer(t *testing.T, got, want Server) {
 	if want.Args != nil && !slices.Equal(got.Args, want.Args) {
 		t.Errorf("Args = %q, want %q", got.Args, want.Args)
 	}
-	if want.Env != nil && !mapsEqual(got.Env, want.Env) {
+	if want.Env != nil && !maps.Equal(got.Env, want.Env) {
 		t.Errorf("Env = %q, want %q", got.Env, want.Env)
 	}
-	if want.Headers != nil && !mapsEqual(got.Headers, want.Headers) {
+	if want.Headers != nil && !maps.Equal(got.Headers, want.Headers) {
 		t.Errorf("Headers = %q, want %q", got.Headers, want.Headers)
 	}
 	if want.URL != "" && got.URL != want.URL {

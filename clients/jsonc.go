@@ -118,7 +118,6 @@ func (e *SyntaxError) Error() string {
 
 // jdoc is a parsed JSONC file.
 type jdoc struct {
-	data []byte
 	root *jnode
 	// comments are the [start, end) ranges of every comment, for telling whether a rewrite
 	// loses some.
@@ -159,7 +158,7 @@ func parseJSONC(file string, data []byte) (*jdoc, error) {
 	if p.pos < len(p.data) {
 		return nil, p.errorf(p.pos, "unexpected %s after the end of the JSON value", p.what(p.pos))
 	}
-	return &jdoc{data: data, root: root, comments: p.comments}, nil
+	return &jdoc{root: root, comments: p.comments}, nil
 }
 
 func (p *jparser) errorf(at int, format string, args ...any) error {

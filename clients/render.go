@@ -2,7 +2,6 @@ package clients
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -136,14 +135,9 @@ func yamlString(s string) string {
 	return quoted(s)
 }
 
-// quoted writes s as a YAML double-quoted string, whose escapes JSON's are a subset of.
-func quoted(s string) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	return strings.TrimSuffix(b.String(), "\n")
-}
+// quoted writes s as a YAML double-quoted string: a JSON string is one, as JSON's escapes
+// are a subset of YAML's.
+func quoted(s string) string { return jsonString(s) }
 
 func duration(d time.Duration) string {
 	switch {

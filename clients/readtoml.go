@@ -94,62 +94,6 @@ func parseTOML(file string, data []byte) (*tomlDoc, error) {
 	return d, nil
 }
 
-// commentsAbove returns where the comment lines right above a table header start, if a blank
-// line (or the start of the file) comes before them: such comments describe the table and
-// go with it. Otherwise they may be the end of the table before, and stay.
-func commentsAbove(data []byte, header int) int {
-	start := header
-	for start > 0 {
-		prev := lineStart(data, start-1)
-		line := strings.TrimSpace(string(data[prev:start]))
-		if !strings.HasPrefix(line, "#") {
-			if line == "" {
-				return start
-			}
-			return header
-		}
-		start = prev
-	}
-	return start
-}
-
-func keyParts(it unstable.Iterator) []string {
-	var parts []string
-	for it.Next() {
-		parts = append(parts, string(it.Node().Data))
-	}
-	return parts
-}
-
-func lineStart(data []byte, off int) int {
-	return bytes.LastIndexByte(data[:off], '\n') + 1
-}
-
-func lineEnd(data []byte, off int) int {
-	if i := bytes.IndexByte(data[off:], '\n'); i >= 0 {
-		return off + i + 1
-	}
-	return len(data)
-}
-
-// trimSection returns where a table section that runs from start to end (the next header)
-// ends: comments and blank lines before the next header are left to it.
-func trimSection(data []byte, start, end int) int {
-	last := start
-	for off := start; off < end; {
-		next := lineEnd(data, off)
-		if next > end {
-			next = end
-		}
-		line := strings.TrimSpace(string(data[off:next]))
-		if line != "" && !strings.HasPrefix(line, "#") {
-			last = next
-		}
-		off = next
-	}
-	return last
-}
-
 // readTOML reads the [mcp_servers.NAME] tables of Codex's config.toml.
 func (f *file) readTOML(opts Options) error {
 	d, err := parseTOML(f.src.Path, f.data)
@@ -180,69 +124,58 @@ func (f *file) readTOML(opts Options) error {
 	return nil
 }
 
-// tomlQuote writes s as a TOML basic string.
-func tomlQuote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, "\\u%04X", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
-// tomlSection is toolsift's entry as a Codex table.
-func tomlSection(entry Entry) string {
-	args := make([]string, len(entry.Args))
-	for i, a := range entry.Args {
-		args[i] = tomlQuote(a)
-	}
-	return fmt.Sprintf("[mcp_servers.%s]\ncommand = %s\nargs = [%s]\n", EntryName, tomlQuote(entry.Command), strings.Join(args, ", "))
-}
-
-// cutSpans removes byte ranges (and the blank lines right after each) from data.
-func cutSpans(data []byte, spans [][2]int) []byte {
-	spans = slices.Clone(spans)
-	slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
-	var out []byte
-	pos := 0
-	for _, sp := range spans {
-		if sp[0] < pos {
-			sp[0] = pos
-		}
-		if sp[1] <= pos {
-			continue
-		}
-		out = append(out, data[pos:sp[0]]...)
-		end := sp[1]
-		for end < len(data) {
-			next := lineEnd(data, end)
-			if strings.TrimSpace(string(data[end:next])) != "" {
-				break
+// commentsAbove returns where the comment lines right above a table header start, if a blank
+// line (or the start of the file) comes before them: such comments describe the table and
+// go with it. Otherwise they may be the end of the table before, and stay.
+func commentsAbove(data []byte, header int) int {
+	start := header
+	for start > 0 {
+		prev := lineStart(data, start-1)
+		line := strings.TrimSpace(string(data[prev:start]))
+		if !strings.HasPrefix(line, "#") {
+			if line == "" {
+				return start
 			}
-			end = next
+			return header
 		}
-		pos = end
+		start = prev
 	}
-	return append(out, data[pos:]...)
+	return start
 }
 
-// appendSection adds a table at the end of a TOML file, after a blank line.
-func appendSection(data []byte, section string) []byte {
-	out := slices.Clone(data)
-	if len(out) > 0 && !bytes.HasSuffix(out, []byte("\n")) {
-		out = append(out, '\n')
+func keyParts(it unstable.Iterator) []string {
+	var parts []string
+	for it.Next() {
+		parts = append(parts, string(it.Node().Data))
 	}
-	if len(bytes.TrimSpace(out)) > 0 && !bytes.HasSuffix(out, []byte("\n\n")) {
-		out = append(out, '\n')
+	return parts
+}
+
+// trimSection returns where a table section that runs from start to end (the next header)
+// ends: comments and blank lines before the next header are left to it.
+func trimSection(data []byte, start, end int) int {
+	last := start
+	for off := start; off < end; {
+		next := lineEnd(data, off)
+		if next > end {
+			next = end
+		}
+		line := strings.TrimSpace(string(data[off:next]))
+		if line != "" && !strings.HasPrefix(line, "#") {
+			last = next
+		}
+		off = next
 	}
-	return append(out, section...)
+	return last
+}
+
+func lineStart(data []byte, off int) int {
+	return bytes.LastIndexByte(data[:off], '\n') + 1
+}
+
+func lineEnd(data []byte, off int) int {
+	if i := bytes.IndexByte(data[off:], '\n'); i >= 0 {
+		return off + i + 1
+	}
+	return len(data)
 }
