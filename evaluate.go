@@ -34,15 +34,22 @@ type catalogFlags struct {
 }
 
 func (c *catalogFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.config, "config", "", "read tools from the servers of this configuration `FILE`")
+	fs.StringVar(&c.config, "config", "", "read tools from the servers of this configuration `FILE` (default: the one toolsift serve finds)")
 	fs.Var(&c.tools, "tools", "read tools from a tools/list JSON `FILE` (repeatable); its base name is the server's name")
 	fs.DurationVar(&c.wait, "wait", 60*time.Second, "with --config, how long to wait for servers to start")
 }
 
 // index builds a search index from --tools files or from the live servers of --config.
 func (c *catalogFlags) index(ctx context.Context, stderr io.Writer) (*search.Index, error) {
-	if (c.config == "") == (len(c.tools) == 0) {
+	if c.config != "" && len(c.tools) > 0 {
 		return nil, fmt.Errorf("%w: give either --config FILE (search your servers) or --tools FILE... (search tools/list JSON files), not both", errUsage)
+	}
+	if c.config == "" && len(c.tools) == 0 {
+		file, err := findConfig("")
+		if err != nil {
+			return nil, fmt.Errorf("%w; or search tools/list JSON files with --tools FILE", err)
+		}
+		c.config = file
 	}
 	if len(c.tools) > 0 {
 		var all []upstream.Tool
