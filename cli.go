@@ -1,27 +1,14 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/toolsift/toolsift/config"
-	"github.com/toolsift/toolsift/proxy"
-	"github.com/toolsift/toolsift/upstream"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; otherwise it comes from
@@ -182,132 +169,6 @@ func isTerminal(r io.Reader) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	configFile := fs.String("config", "", "configuration `FILE` (YAML or JSON)")
-	level := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
-	listen := fs.String("listen", "", "serve streamable HTTP at `ADDR` (/mcp, and SSE at /sse) instead of stdio; :PORT binds 127.0.0.1")
-	if done, err := parseFlags(fs, args, stdout); done || err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q; serve takes only flags (run 'toolsift help' for the other commands)", errUsage, fs.Arg(0))
-	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
-		return fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", errUsage, *level)
-	}
-	// Logs go to stderr only: in stdio mode stdout carries nothing but JSON-RPC.
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-	slog.SetDefault(log) // mcp-go's transports log through the default logger
-
-	file, err := findConfig(*configFile)
-	if err != nil {
-		return err
-	}
-	cfg, err := config.Load(file, nil)
-	if err != nil {
-		return err
-	}
-	// The proxy needs the pool and the pool reports to the proxy: srv is set before
-	// pool.Start, so before the pool can call it.
-	var srv *proxy.Server
-	pool := upstream.NewPool(cfg.Servers, upstream.Options{
-		Logger: log, Version: buildVersion(),
-		OnChange: func() { srv.CatalogChanged() },
-		Client:   lateClient{&srv},
-		CacheDir: cacheDir(),
-	})
-	defer pool.Close()
-	srv = proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion()})
-	pool.Start()
-	if addr := cmp.Or(*listen, cfg.HTTP.Listen); addr != "" {
-		return serveHTTP(ctx, srv, cfg.HTTP, addr, log)
-	}
-	log.Info("serving on stdio", "config", file, "servers", len(cfg.Servers))
-	if isTerminal(stdin) {
-		fmt.Fprintln(stderr, "toolsift speaks MCP on stdin and stdout, for an MCP client to start; press Ctrl-D to stop. To check your servers, run: toolsift status")
-	}
-	return srv.ServeStdio(ctx, stdin, stdout)
-}
-
-// serveHTTP serves until ctx ends, then stops accepting, lets requests in flight finish (up
-// to 10s) and returns; the caller then closes the upstreams.
-func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, addr string, log *slog.Logger) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%w: --listen %q: want HOST:PORT or :PORT", errUsage, addr)
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	if !isLoopback(host) && len(cfg.Tokens) == 0 {
-		return fmt.Errorf("refusing to listen on %s without auth.tokens: anyone who can reach it could use every configured server; set auth.tokens in the config or listen on 127.0.0.1", net.JoinHostPort(host, port))
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
-	if err != nil {
-		return err
-	}
-	handler, closeStreams := srv.HTTPHandler(proxy.HTTPOptions{
-		Tokens: cfg.Tokens, AllowedOrigins: cfg.AllowedOrigins, SessionIdleTimeout: cfg.SessionIdleTimeout,
-	})
-	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	log.Info("serving on http", "url", "http://"+ln.Addr().String()+"/mcp", "auth", len(cfg.Tokens) > 0)
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err = errors.Join(closeStreams(sctx), hs.Shutdown(sctx))
-	<-served
-	return err
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// findConfig returns the configuration file to use: the one named, or the first that exists
-// of ./toolsift.yaml and $XDG_CONFIG_HOME/toolsift/config.yaml.
-func findConfig(named string) (string, error) {
-	if named != "" {
-		return named, nil
-	}
-	xdg := os.Getenv("XDG_CONFIG_HOME")
-	if xdg == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			xdg = filepath.Join(home, ".config")
-		}
-	}
-	candidates := []string{"toolsift.yaml", filepath.Join(xdg, "toolsift", "config.yaml")}
-	for _, c := range candidates {
-		if _, err := os.Stat(c); err == nil {
-			return c, nil
-		}
-	}
-	return "", fmt.Errorf("no configuration: looked for %s; pass --config FILE, or start from config.example.yaml: cp config.example.yaml toolsift.yaml",
-		strings.Join(candidates, " and "))
-}
-
-// cacheDir is where server catalogs are cached: $XDG_CACHE_HOME/toolsift, or the
-// platform's user cache directory; empty (no cache) if there is none.
-func cacheDir() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(dir, "toolsift")
-}
-
 func buildVersion() string {
 	if version != "" {
 		return version
@@ -317,22 +178,3 @@ func buildVersion() string {
 	}
 	return "dev"
 }
-
-// lateClient hands servers' requests to the proxy server, which is made after the pool.
-type lateClient struct{ srv **proxy.Server }
-
-func (c lateClient) CreateMessage(caller context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	return (*c.srv).CreateMessage(caller, req)
-}
-
-func (c lateClient) Elicit(caller context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return (*c.srv).Elicit(caller, req)
-}
-
-func (c lateClient) ListRoots(caller context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	return (*c.srv).ListRoots(caller, req)
-}
-
-func (c lateClient) ResourceUpdated(params json.RawMessage) { (*c.srv).ResourceUpdated(params) }
-
-func (c lateClient) Log(caller context.Context, params json.RawMessage) { (*c.srv).Log(caller, params) }

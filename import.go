@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/toolsift/toolsift/clients"
+)
+
+const importUsage = `Usage: toolsift import [--client NAME] [FILE...] [-o FILE] [--force]
+
+Reads the MCP servers your clients are configured with and prints a toolsift
+configuration holding them. Without FILE it reads the client configurations there are
+for you and for this directory, and says on stderr which: ~/.claude.json and ./.mcp.json
+(Claude Code), claude_desktop_config.json, ~/.cursor/mcp.json and ./.cursor/mcp.json,
+VS Code's user mcp.json and ./.vscode/mcp.json, ~/.gemini/settings.json and
+./.gemini/settings.json, ~/.codex/config.toml, opencode.json. A FILE's client is told
+from its name and content.
+
+Flags:
+  --client NAME  read only this client's files, or read each FILE as its format:
+                 claude-code, claude-desktop, cursor, vscode, gemini, codex, opencode
+  -o FILE        write the configuration to FILE (mode 0600) instead of stdout
+  --force        with -o, overwrite FILE if it exists
+
+What cannot be carried over as it was — VS Code input prompts, env files, transports
+toolsift does not speak, entries without command or url, a name used twice — is reported
+on stderr and noted beside the server. toolsift's own entry is left out; disabled servers
+are kept with disabled: true.
+
+Then switch a client over: toolsift setup CLIENT (see toolsift setup -h).
+`
+
+// parseInterleaved parses flags that may come before, between or after the positional
+// arguments, which it returns.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+}
+
+// newFlagSet makes a flag set whose -h and errors the command reports itself.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// userDirs returns the user's home directory and the working directory; either is empty if
+// it cannot be told.
+func userDirs() (home, cwd string) {
+	home, _ = os.UserHomeDir()
+	cwd, _ = os.Getwd()
+	return home, cwd
+}
+
+func kindNames() string {
+	names := make([]string, len(clients.Kinds))
+	for i, k := range clients.Kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
+
+// importCmd prints a toolsift configuration holding the servers of the user's MCP clients:
+// toolsift import [--client NAME] [FILE...] [-o FILE] [--force].
+func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("import")
+	client := fs.String("client", "", "")
+	out := fs.String("o", "", "")
+	force := fs.Bool("force", false, "")
+	files, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, importUsage)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v (see toolsift import -h)", errUsage, err)
+	}
+	var kind clients.Kind
+	if *client != "" {
+		if kind, err = clients.ParseKind(*client); err != nil {
+			return fmt.Errorf("%w: --client: %v", errUsage, err)
+		}
+	}
+	if *out != "" && !*force {
+		if _, err := os.Stat(*out); err == nil {
+			return fmt.Errorf("%w: %s exists: pass --force to overwrite it, or choose another -o FILE", errUsage, *out)
+		}
+	}
+	home, cwd := userDirs()
+	opts := clients.Options{Home: home, Dir: cwd}
+	show := func(p string) string { return showPath(p, home) }
+
+	var imps []clients.Import
+	if len(files) > 0 {
+		for _, f := range files {
+			abs, err := filepath.Abs(f)
+			if err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+			imp, err := clients.Read(abs, kind, opts)
+			if errors.Is(err, clients.ErrUnknownFormat) {
+				return fmt.Errorf("%w; say which client's it is with --client NAME (%s)", err, kindNames())
+			}
+			if err != nil {
+				return err
+			}
+			imps = append(imps, imp)
+		}
+	} else {
+		sources := clients.Find(home, cwd)
+		if kind != "" {
+			sources = slices.DeleteFunc(sources, func(s clients.Source) bool { return s.Kind != kind })
+		}
+		if len(sources) == 0 {
+			what := "no MCP client configuration"
+			if kind != "" {
+				what = "no " + kind.Title() + " configuration"
+			}
+			return fmt.Errorf("%s found in %s or %s: name the files to read (toolsift import FILE...), see toolsift import -h", what, show(home), cwd)
+		}
+		for _, src := range sources {
+			imp, err := clients.Read(src.Path, src.Kind, opts)
+			if err != nil {
+				// One broken file should not keep the others from being imported, but it
+				// must not go unnoticed either.
+				fmt.Fprintf(stderr, "toolsift: not read, its servers are not in the output: %v\n", err)
+				continue
+			}
+			imps = append(imps, imp)
+		}
+	}
+	imp := clients.Merge(imps...)
+	for _, src := range imp.Sources {
+		n := 0
+		for _, s := range imp.Servers {
+			if s.Source.Path == src.Path {
+				n++
+			}
+		}
+		fmt.Fprintf(stderr, "toolsift: read %s (%s): %s\n", show(src.Path), src.Kind, plural(n, "server"))
+	}
+	for _, w := range imp.Warnings {
+		fmt.Fprintf(stderr, "toolsift: %s\n", show(w.String()))
+	}
+	data := clients.Render(imp, home)
+	if *out == "" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(*out), 0o700); err != nil {
+		return fmt.Errorf("writing %s: %w", *out, err)
+	}
+	// 0600: literal values such as API keys are copied as they were.
+	if err := clients.WriteFileAtomic(*out, data, 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "toolsift: wrote %s to %s; check them with toolsift status --config %s, then switch a client: toolsift setup CLIENT\n",
+		plural(len(imp.Servers), "server"), *out, *out)
+	return nil
+}
+
+// showPath writes paths in s that are under home as ~/….
+func showPath(s, home string) string {
+	if home != "" && filepath.Clean(s) == filepath.Clean(home) {
+		return "~"
+	}
+	return clients.Tilde(s, home)
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
