@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// scratch holds one search's per-doc accumulators. Arrays indexed by doc, reused through a
+// scratch holds one search's per-doc accumulators, and its methods score and rank (this
+// file is the ranking: addTerm accumulates BM25F per term, rank orders the touched docs). Arrays indexed by doc, reused through a
 // pool, keep a query at 10,000 tools free of map traffic; only the docs a query touched are
 // reset afterwards.
 type scratch struct {
