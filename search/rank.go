@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// scratch holds one search's per-doc accumulators, and its methods score and rank (this
-// file is the ranking: addTerm accumulates BM25F per term, rank orders the touched docs). Arrays indexed by doc, reused through a
-// pool, keep a query at 10,000 tools free of map traffic; only the docs a query touched are
-// reset afterwards.
+// scratch holds one search's per-doc accumulators; its methods are the ranking: addTerm
+// adds one query term's BM25F to the docs it matches, rank orders the docs touched. Arrays
+// indexed by doc, reused through a pool, keep a query at 10,000 tools free of map traffic;
+// only the docs a query touched are reset afterwards.
 type scratch struct {
 	score   []float64
 	matched []uint16 // how many query terms each doc matched
