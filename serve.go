@@ -82,7 +82,7 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, addr str
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	if !isLoopback(host) && len(cfg.Tokens) == 0 {
+	if !proxy.IsLoopback(host) && len(cfg.Tokens) == 0 {
 		return fmt.Errorf("refusing to listen on %s without auth.tokens: anyone who can reach it could use every configured server; set auth.tokens in the config or listen on 127.0.0.1", net.JoinHostPort(host, port))
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
@@ -107,14 +107,6 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, addr str
 	err = errors.Join(closeStreams(sctx), hs.Shutdown(sctx))
 	<-served
 	return err
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // findConfig returns the configuration file to use: the one named, or the first that exists

@@ -95,6 +95,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if !stable(ctx) {
 		res.Unlocked = append(res.Unlocked, s.unlock(sess, cat, names)...)
 		if len(res.Unlocked) > 0 {
+			// Hold the result until the session has re-listed (see session).
 			s.announce(ctx, sess, true)
 		}
 	}

@@ -179,7 +179,14 @@ func (g *gate) originAllowed(origin string) bool {
 	if err != nil {
 		return false
 	}
-	host := u.Hostname()
+	return IsLoopback(u.Hostname())
+}
+
+// IsLoopback reports whether host, a host name or IP address without port or brackets, names
+// this machine only: "localhost" in any case, or a loopback address (127.0.0.0/8, ::1). A
+// listener bound to such a host cannot be reached from the network, and an Origin naming one
+// is a local page.
+func IsLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

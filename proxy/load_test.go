@@ -133,9 +133,7 @@ func TestLoadAndIsolation(t *testing.T) {
 		// Pooled keep-alive connections are the HTTP client's, not a leak of the proxy.
 		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 		runtime.GC()
-		p.mu.Lock()
-		left := len(p.sessions)
-		p.mu.Unlock()
+		left := p.sessionCount()
 		after := runtime.NumGoroutine()
 		if left == 0 && after <= before+5 {
 			break

@@ -56,6 +56,13 @@ func newTestProxy(t *testing.T) *Server {
 		"gh":   {tools: []json.RawMessage{tool("get_me", "Who am I"), tool("create_issue", "Create an issue"), tool("list_issues", "List issues")}},
 		"chat": {tools: []json.RawMessage{tool("send_message", "Send a chat message"), tool("list_channels", "List channels")}},
 	}
+	return New(startFakes(t, servers, conns), Options{ListWait: 200 * time.Millisecond})
+}
+
+// startFakes starts a pool of the given servers, each served by its fake connection, and
+// waits until every connection is made. The test's cleanup closes the pool.
+func startFakes(t *testing.T, servers []config.Server, conns map[string]*fakeConn) *upstream.Pool {
+	t.Helper()
 	pool := upstream.NewPool(servers, upstream.Options{
 		Dial: func(_ context.Context, srv config.Server, _ *upstream.Tail, _ upstream.Notify, _ upstream.Peer) (upstream.Conn, upstream.Info, error) {
 			return conns[srv.Name], upstream.Info{Summary: srv.Name + " server"}, nil
@@ -68,7 +75,14 @@ func newTestProxy(t *testing.T) *Server {
 	if pending := pool.WaitStarted(ctx); len(pending) > 0 {
 		t.Fatalf("fake servers did not start: %v", pending)
 	}
-	return New(pool, Options{ListWait: 200 * time.Millisecond})
+	return pool
+}
+
+// sessionCount reports how many sessions s keeps state for.
+func (s *Server) sessionCount() int {
+	s.sessionsMu.Lock()
+	defer s.sessionsMu.Unlock()
+	return len(s.sessions)
 }
 
 type httpClient struct {
@@ -306,11 +320,7 @@ func TestHTTPSessionStateIsFreed(t *testing.T) {
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	t.Cleanup(func() { shutdown(context.Background()) })
-	sessions := func() int {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return len(p.sessions)
-	}
+	sessions := p.sessionCount
 	a := connect(t, hs.URL+"/mcp")
 	a.call(t, "tool_search", map[string]any{"query": "issues"})
 	b := connect(t, hs.URL+"/mcp")
@@ -367,6 +377,18 @@ func TestGateOrigins(t *testing.T) {
 	} {
 		if got := g.originAllowed(origin); got != want {
 			t.Errorf("originAllowed(%q) = %v, want %v", origin, got, want)
+		}
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "LocalHost": true, "127.0.0.1": true, "127.8.9.10": true, "::1": true,
+		"0.0.0.0": false, "::": false, "": false, "[::1]": false, "127.0.0.1:8080": false,
+		"localhost.evil.example": false, "evil.localhost": false, "192.168.1.1": false, "example.com": false,
+	} {
+		if got := IsLoopback(host); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", host, got, want)
 		}
 	}
 }

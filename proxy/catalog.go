@@ -1,0 +1,157 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"slices"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolsift/toolsift/upstream"
+)
+
+// CatalogChanged is called after the upstream catalog changed. It registers the upstreams'
+// prompts, resources and resource templates with the MCP server (they are the same for every
+// session, so mcp-go's own registry, and its list_changed to every session, fit them), and
+// tells the sessions whose tool list changed.
+func (s *Server) CatalogChanged() {
+	s.syncPromptsAndResources()
+	s.announceChanges()
+}
+
+// announceChanges sends list_changed to each session whose tools/list is no longer what it
+// was: an always-load tool or tool_search's directory of servers changed (every session), or
+// a tool the session unlocked changed or vanished. Other sessions are not disturbed.
+func (s *Server) announceChanges() {
+	cat := s.ups.Catalog()
+	directory := searchToolDef(s.ups.Statuses()).Description
+	s.shownMu.Lock()
+	prev, prevDir := s.shown, s.shownDirectory
+	s.shown, s.shownDirectory = cat, directory
+	s.shownMu.Unlock()
+	s.sessionsMu.Lock()
+	sessions := make([]*session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		sessions = append(sessions, sess)
+	}
+	s.sessionsMu.Unlock()
+	changed := func(name string) bool {
+		a, okA := prev.Lookup(name)
+		b, okB := cat.Lookup(name)
+		return okA != okB || okA && !sameTool(a, b)
+	}
+	everyone := directory != prevDir
+	for _, t := range append(slices.Clone(prev.Tools), cat.Tools...) {
+		if t.AlwaysLoad && changed(t.Exposed) {
+			everyone = true
+			break
+		}
+	}
+	for _, sess := range sessions {
+		notify := everyone
+		if !notify {
+			sess.mu.Lock()
+			notify = slices.ContainsFunc(sess.unlocked, changed)
+			sess.mu.Unlock()
+		}
+		if notify && sess.id != "" {
+			if err := s.mcp.SendNotificationToSpecificClient(sess.id, string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
+				s.log.Debug("list_changed not sent", "session", sess.id, "error", err)
+			}
+		}
+	}
+}
+
+// sameTool reports whether two versions of a tool would be listed the same.
+func sameTool(a, b upstream.Tool) bool {
+	return a.Title == b.Title && a.Description == b.Description && a.AlwaysLoad == b.AlwaysLoad &&
+		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
+		bytes.Equal(a.Annotations, b.Annotations) && bytes.Equal(a.Meta, b.Meta) &&
+		bytes.Equal(a.Icons, b.Icons) && bytes.Equal(a.Execution, b.Execution)
+}
+
+// syncPromptsAndResources registers the catalog's prompts, resources and resource templates
+// with mcp-go, if they changed since they were last registered.
+func (s *Server) syncPromptsAndResources() {
+	cat := s.ups.Catalog()
+	keys := promptResourceKeys(cat)
+	s.registerMu.Lock()
+	defer s.registerMu.Unlock()
+	if keys == s.registered {
+		// Most catalog changes are a server connecting with what it had, or another
+		// server's tools.
+		return
+	}
+	var prompts []server.ServerPrompt
+	for _, p := range cat.Prompts {
+		var mp mcp.Prompt
+		if err := json.Unmarshal(p.Raw, &mp); err != nil {
+			s.log.Warn("upstream prompt skipped", "upstream", p.Server, "prompt", p.Name, "error", err)
+			continue
+		}
+		mp.Name = p.Exposed
+		prompts = append(prompts, server.ServerPrompt{Prompt: mp, Handler: s.getPrompt(p)})
+	}
+	var resources []server.ServerResource
+	var templates []server.ServerResourceTemplate
+	seen := map[string]string{}
+	for _, r := range cat.Resources {
+		if other, dup := seen[r.URI]; dup {
+			s.log.Warn("upstream resource hidden: another server has its URI", "upstream", r.Server, "uri", r.URI, "other", other)
+			continue
+		}
+		seen[r.URI] = r.Server
+		if r.Template {
+			var t mcp.ResourceTemplate
+			if err := json.Unmarshal(r.Raw, &t); err != nil {
+				s.log.Warn("upstream resource template skipped", "upstream", r.Server, "uri", r.URI, "error", err)
+				continue
+			}
+			templates = append(templates, server.ServerResourceTemplate{Template: t, Handler: server.ResourceTemplateHandlerFunc(s.readResource(r.Server))})
+			continue
+		}
+		var res mcp.Resource
+		if err := json.Unmarshal(r.Raw, &res); err != nil {
+			s.log.Warn("upstream resource skipped", "upstream", r.Server, "uri", r.URI, "error", err)
+			continue
+		}
+		resources = append(resources, server.ServerResource{Resource: res, Handler: s.readResource(r.Server)})
+	}
+	// Each Set tells every session its list changed: only when it did, so that a server
+	// that reconnects with what it had does not disturb anyone.
+	if keys[0] != s.registered[0] {
+		s.mcp.SetPrompts(prompts...)
+	}
+	if keys[1] != s.registered[1] {
+		s.mcp.SetResources(resources...)
+	}
+	if keys[2] != s.registered[2] {
+		s.mcp.SetResourceTemplates(templates...)
+	}
+	s.registered = keys
+}
+
+// promptResourceKeys sums up what clients are shown of the catalog's prompts, resources and
+// resource templates: the same key, the same list.
+func promptResourceKeys(cat *upstream.Catalog) [3]string {
+	hs := [3]hash.Hash{sha256.New(), sha256.New(), sha256.New()}
+	for _, p := range cat.Prompts {
+		fmt.Fprintf(hs[0], "%s\x00%s\x00%s\x00", p.Server, p.Exposed, p.Raw)
+	}
+	for _, r := range cat.Resources {
+		h := hs[1]
+		if r.Template {
+			h = hs[2]
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", r.Server, r.URI, r.Raw)
+	}
+	var keys [3]string
+	for i, h := range hs {
+		keys[i] = string(h.Sum(nil))
+	}
+	return keys
+}

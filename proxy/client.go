@@ -1,0 +1,68 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolsift/toolsift/upstream"
+)
+
+// CreateMessage asks the client of the caller's session to sample its LLM, for an upstream
+// server serving that caller (upstream.Client).
+func (s *Server) CreateMessage(caller context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return s.mcp.RequestSampling(caller, req)
+}
+
+// Elicit asks the user of the caller's session for input, for an upstream server serving
+// that caller (upstream.Client).
+func (s *Server) Elicit(caller context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return s.mcp.RequestElicitation(caller, req)
+}
+
+// ListRoots asks the client of the caller's session for its roots, for an upstream server
+// serving that caller (upstream.Client).
+func (s *Server) ListRoots(caller context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	return s.mcp.RequestRoots(caller, req)
+}
+
+// Log passes an upstream server's log message to the caller's session, subject to the level
+// that session set (upstream.Client).
+func (s *Server) Log(caller context.Context, params json.RawMessage) {
+	var n mcp.LoggingMessageNotification
+	if err := json.Unmarshal(params, &n.Params); err != nil {
+		return
+	}
+	n.Method = string(mcp.MethodNotificationMessage)
+	if s.mcp.SendLogMessageToClient(caller, n) == nil {
+		countForward(caller)
+	}
+}
+
+var _ upstream.Client = (*Server)(nil)
+
+// ResourceUpdated passes an upstream's notifications/resources/updated to every session
+// subscribed to the resource (upstream.Client).
+func (s *Server) ResourceUpdated(params json.RawMessage) {
+	var p map[string]any
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	uri, _ := p["uri"].(string)
+	s.sessionsMu.Lock() // before each session.mu (see session)
+	var ids []string
+	for id, sess := range s.sessions {
+		sess.mu.Lock()
+		if sess.subs[uri] {
+			ids = append(ids, id)
+		}
+		sess.mu.Unlock()
+	}
+	s.sessionsMu.Unlock()
+	for _, id := range ids {
+		if err := s.mcp.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated), p); err != nil {
+			s.log.Debug("resource update not delivered", "session", id, "uri", uri, "error", err)
+		}
+	}
+}

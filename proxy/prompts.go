@@ -1,0 +1,25 @@
+package proxy
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolsift/toolsift/upstream"
+)
+
+// getPrompt forwards prompts/get to the prompt's server under its own name.
+func (s *Server) getPrompt(p upstream.Prompt) server.PromptHandlerFunc {
+	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		params := map[string]any{"name": p.Name}
+		if req.Params.Arguments != nil {
+			params["arguments"] = req.Params.Arguments
+		}
+		raw, err := s.ups.Request(ctx, p.Server, "prompts/get", params)
+		if err != nil {
+			return nil, err
+		}
+		return mcp.ParseGetPromptResult(&raw)
+	}
+}

@@ -1,0 +1,291 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolsift/toolsift/upstream"
+)
+
+// session is one client session's view of the tools: the tools it unlocked, and its side of
+// the re-list handshake.
+//
+// # Why a handshake
+//
+// A client adds tools it re-listed after notifications/tools/list_changed to the next model
+// request only if that re-list finished before the result of the tool call that unlocked them
+// arrived (DESIGN.md, "What Claude Code does with an MCP server"). Sent back to back, the new
+// tool reached the next model request 1 time in 5 in Claude Code; holding the result until the
+// session's tools/list had been answered, 5 times in 5, at a cost of 6–8 ms; opencode too
+// needs the hold (1 time in 4 without). So a tool_search that unlocks tools holds its result
+// until the session has re-listed them.
+//
+// # The protocol
+//
+//  1. Unlock (Server.unlock): tool_search, or call_tool on a hidden tool, appends the names to
+//     unlocked and increments version. The list only grows, so that the start of tools/list,
+//     and the client's prompt cache with it, stays stable.
+//  2. Announce (Server.announce): send notifications/tools/list_changed through the calling
+//     request's own session (notifyListChanged): over streamable HTTP a client that holds no
+//     GET stream has only the POST stream of its current request.
+//  3. Hold (tool_search only): wait for listed to close, capped by Options.ListWait. Halfway
+//     through, send list_changed a second time in case the first was lost. call_tool does not
+//     hold: the model already has the tool it called.
+//  4. Re-list (Server.afterListTools): tools/list is built from unlocked and the version it
+//     was built at is noted. For a watched session (stdio, whose transport lets the proxy see
+//     its output) the list counts only once its response has been written: the response and
+//     the tool_search result are written by different goroutines, and the client must read
+//     them in that order. responseWatcher sees the response go out and looks up whose it was
+//     in Server.lists. Other transports count the list as soon as it is built.
+//  5. markListed: if the list has every unlock so far (its version is the latest), close
+//     listed and replace it with a fresh channel. That releases the held tool_search.
+//
+// If the cap passes and the session has not re-listed, relists becomes false: the client
+// ignores the notification (Codex does by default), and later searches do not wait for it
+// until it lists tools again. Under protocol 2026-07-28 and later (stable) nothing is
+// unlocked, so nothing is announced.
+//
+// # Locks
+//
+// Lock order: Server.sessionsMu before session.mu (Server.ResourceUpdated holds both). Every
+// other mutex of the package is a leaf: no other lock of the package is taken while it is
+// held. No lock is held while waiting for a client; only Server.registerMu is held across
+// calls into mcp-go (see syncPromptsAndResources).
+type session struct {
+	id string // fixed at creation; "" for a request without a session
+
+	mu sync.Mutex // guards the fields below
+	// unlocked holds exposed names in unlock order; isOpen is the same set, for lookups.
+	unlocked []string
+	isOpen   map[string]bool
+	// listed is closed, and replaced, whenever the session has listed tools that include
+	// every unlock so far (step 5).
+	listed chan struct{}
+	// version counts the session's unlocks; a list built before the latest does not count
+	// as the re-list a waiting tool_search wants.
+	version int
+	// watched is set for sessions whose transport reports written responses (stdio).
+	watched bool
+	// relists is false once the client let a list_changed go unanswered, so that clients
+	// that ignore the notification are not made to wait on every search.
+	relists bool
+	// subs holds the resource URIs the session subscribed to.
+	subs map[string]bool
+}
+
+// session returns the state of the session with the given id, creating it on first use.
+func (s *Server) session(id string) *session {
+	s.sessionsMu.Lock()
+	defer s.sessionsMu.Unlock()
+	sess, ok := s.sessions[id]
+	if !ok {
+		sess = &session{id: id, isOpen: map[string]bool{}, listed: make(chan struct{}), relists: true, subs: map[string]bool{}}
+		s.sessions[id] = sess
+	}
+	return sess
+}
+
+// endSession forgets a session's state: mcp-go unregisters a session when its client sends
+// DELETE, when it idles past the timeout, or when stdio ends.
+func (s *Server) endSession(id string) {
+	s.sessionsMu.Lock()
+	sess := s.sessions[id]
+	delete(s.sessions, id)
+	s.sessionsMu.Unlock()
+	if sess == nil {
+		return
+	}
+	sess.mu.Lock()
+	uris := make([]string, 0, len(sess.subs))
+	for uri := range sess.subs {
+		uris = append(uris, uri)
+	}
+	sess.mu.Unlock()
+	for _, uri := range uris {
+		s.unsubscribe(context.Background(), sess, uri)
+	}
+}
+
+// sessionFrom returns the state of the request's session, or a throwaway one for a request
+// made outside any session.
+func (s *Server) sessionFrom(ctx context.Context) *session {
+	if cs := server.ClientSessionFromContext(ctx); cs != nil {
+		return s.session(cs.SessionID())
+	}
+	return &session{isOpen: map[string]bool{}, listed: make(chan struct{})}
+}
+
+// unlock makes names visible to sess and reports those that were not visible before (step 1).
+func (s *Server) unlock(sess *session, cat *upstream.Catalog, names []string) []string {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	var added []string
+	for _, n := range names {
+		t, ok := cat.Lookup(n)
+		if !ok || t.AlwaysLoad || sess.isOpen[n] {
+			continue
+		}
+		sess.isOpen[n] = true
+		sess.unlocked = append(sess.unlocked, n)
+		added = append(added, n)
+	}
+	if len(added) > 0 {
+		sess.version++
+	}
+	return added
+}
+
+// announce tells the session its tool list changed (step 2). With wait, it then holds until
+// the session re-lists, up to ListWait, sending the notification a second time halfway in
+// case the first was lost (step 3).
+func (s *Server) announce(ctx context.Context, sess *session, wait bool) {
+	sess.mu.Lock()
+	listed, relists := sess.listed, sess.relists
+	sess.mu.Unlock()
+	s.notifyListChanged(ctx, sess)
+	if !wait || !relists {
+		return
+	}
+	half := time.NewTimer(s.opts.ListWait / 2)
+	defer half.Stop()
+	select {
+	case <-listed:
+		return
+	case <-ctx.Done():
+		return
+	case <-half.C:
+		s.notifyListChanged(ctx, sess)
+	}
+	rest := time.NewTimer(s.opts.ListWait - s.opts.ListWait/2)
+	defer rest.Stop()
+	select {
+	case <-listed:
+	case <-ctx.Done():
+	case <-rest.C:
+		sess.mu.Lock()
+		if sess.listed == listed {
+			sess.relists = false
+		}
+		sess.mu.Unlock()
+	}
+}
+
+// notifyListChanged sends list_changed through the request's own session: over streamable
+// HTTP a client that holds no GET stream has only the POST stream of its current request.
+func (s *Server) notifyListChanged(ctx context.Context, sess *session) {
+	method := string(mcp.MethodNotificationToolsListChanged)
+	err := s.mcp.SendNotificationToClient(ctx, method, nil)
+	if err != nil && sess.id != "" {
+		err = s.mcp.SendNotificationToSpecificClient(sess.id, method, nil)
+	}
+	if err != nil {
+		s.log.Warn("list_changed not sent", "session", sess.id, "error", err)
+	}
+}
+
+// afterListTools replaces mcp-go's list with the session's own: always-load tools,
+// tool_search, call_tool, then unlocked tools in unlock order (step 4).
+func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
+	sess := s.sessionFrom(ctx)
+	cat := s.ups.Catalog()
+	var tools []mcp.Tool
+	for _, t := range cat.Tools {
+		if t.AlwaysLoad {
+			tools = append(tools, exposedTool(t))
+		}
+	}
+	tools = append(tools, searchToolDef(s.ups.Statuses()), callToolDef())
+	sess.mu.Lock()
+	if !stable(ctx) {
+		for _, name := range sess.unlocked {
+			if t, ok := cat.Lookup(name); ok && !t.AlwaysLoad {
+				tools = append(tools, exposedTool(t))
+			}
+		}
+	}
+	watched, version := sess.watched, sess.version
+	sess.mu.Unlock()
+	result.Tools = tools
+	if !watched {
+		sess.markListed(version)
+		return
+	}
+	key, _ := json.Marshal(id)
+	s.lists.add(string(key), pendingList{sess, version})
+}
+
+// markListed wakes whoever waits for the session to re-list, if the list, built at version,
+// has every unlock so far (step 5).
+func (sess *session) markListed(version int) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	sess.relists = true
+	if version < sess.version {
+		return
+	}
+	close(sess.listed)
+	sess.listed = make(chan struct{})
+}
+
+// pendingList is a tools/list response being written: whose, and with which unlocks.
+type pendingList struct {
+	sess    *session
+	version int
+}
+
+// pendingLists maps the JSON id of each tools/list response still being written to a watched
+// session to the session and the version it was built at.
+type pendingLists struct {
+	mu sync.Mutex // guards m
+	m  map[string]pendingList
+}
+
+// add records a tools/list response about to be written.
+func (p *pendingLists) add(id string, pl pendingList) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]pendingList{}
+	}
+	p.m[id] = pl
+}
+
+// take removes and returns the pending list with the given JSON id.
+func (p *pendingLists) take(id string) (pendingList, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pl, ok := p.m[id]
+	delete(p.m, id)
+	return pl, ok
+}
+
+// responseWatcher passes a transport's output through and reports each tools/list response
+// once it has been written (step 4).
+type responseWatcher struct {
+	w io.Writer
+	s *Server
+}
+
+// Write writes p, one JSON-RPC message, and then, if it was a pending tools/list response,
+// marks its session listed.
+func (rw *responseWatcher) Write(p []byte) (int, error) {
+	n, err := rw.w.Write(p)
+	if bytes.Contains(p, []byte(`"tools":[`)) {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(p, &m) == nil && len(m.ID) > 0 {
+			if pl, ok := rw.s.lists.take(string(m.ID)); ok {
+				pl.sess.markListed(pl.version)
+			}
+		}
+	}
+	return n, err
+}
