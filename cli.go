@@ -9,6 +9,8 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+
+	"golang.org/x/term"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; otherwise it comes from
@@ -20,35 +22,51 @@ type command struct {
 	name     string
 	synopsis string // its arguments, as in the usage text
 	summary  string // one line for the list of commands
-	run      func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+	// help, if set, is the whole text of COMMAND --help; otherwise it is made from the
+	// synopsis, the summary and the flags.
+	help string
+	run  func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
 }
 
 // commands lists the CLI's subcommands; the usage text is made from it. It is a function
 // because the commands' own usage refers back to it.
 func commands() []command {
-	return []command{
-		{"serve", "[--config FILE] [--listen ADDR] [--log-level LEVEL]",
-			"serve MCP on stdio, as a client starts it (the default command), or streamable HTTP with --listen", serve},
-		{"import", "[--client NAME] [FILE...] [-o FILE] [--force]",
-			"write a toolsift config holding your clients' MCP servers (Claude, Cursor, VS Code, Gemini, Codex, opencode)", noStdin(importCmd)},
-		{"setup", "CLIENT [--config FILE] [--file CLIENTFILE] [--undo] [--dry-run]",
-			"point a client at toolsift in place of its servers, keeping a backup; --undo switches back", noStdin(setupCmd)},
-		{"status", "[--config FILE] [--wait 30s]",
-			"start every server, show each one's state, tools and last error; warms the catalog cache", noStdin(statusCmd)},
-		{"search", "[--config FILE | --tools FILE...] [-n 10] QUERY",
-			"print the tools a query finds, ranked as tool_search ranks them", noStdin(searchCmd)},
-		{"eval", "--cases FILE [--config FILE | --tools FILE...] [--k 1,3,5] [--min 5=0.9] [--json]",
-			"measure search recall@k and MRR on labelled queries", noStdin(evalCmd)},
-		{"version", "", "print the version", func(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
+	return []command{{
+		name: "serve", synopsis: "[--config FILE] [--listen ADDR] [--log-level LEVEL]",
+		summary: "serve MCP on stdio, as a client starts it (the default command), or streamable HTTP with --listen",
+		run:     serve,
+	}, {
+		name: "import", summary: "write a toolsift config holding your clients' MCP servers (Claude, Cursor, VS Code, Gemini, Codex, opencode)",
+		help: importUsage, run: noStdin(importCmd),
+	}, {
+		name: "setup", summary: "point a client at toolsift in place of its servers, keeping a backup; --undo switches back",
+		help: setupUsage, run: noStdin(setupCmd),
+	}, {
+		name: "status", synopsis: "[--config FILE] [--wait 30s]",
+		summary: "start every server, show each one's state, tools and last error; warms the catalog cache",
+		run:     noStdin(statusCmd),
+	}, {
+		name: "search", synopsis: "[--config FILE | --tools FILE...] [-n 10] QUERY",
+		summary: "print the tools a query finds, ranked as tool_search ranks them",
+		run:     noStdin(searchCmd),
+	}, {
+		name: "eval", synopsis: "--cases FILE [--config FILE | --tools FILE...] [--k 1,3,5] [--min 5=0.9] [--json]",
+		summary: "measure search recall@k and MRR on labelled queries",
+		run:     noStdin(evalCmd),
+	}, {
+		name: "version", summary: "print the version",
+		run: func(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
 			fs := flag.NewFlagSet("version", flag.ContinueOnError)
-			if done, err := parseFlags(fs, args, stdout); done || err != nil {
+			if _, done, err := parseFlags(fs, args, stdout); done || err != nil {
 				return err
 			}
 			fmt.Fprintln(stdout, "toolsift", buildVersion())
 			return nil
-		}},
-		{"help", "[COMMAND]", "show this text, or a command's flags", help},
-	}
+		},
+	}, {
+		name: "help", synopsis: "[COMMAND]", summary: "show this text, or a command's flags",
+		run: help,
+	}}
 }
 
 func noStdin(f func(ctx context.Context, args []string, stdout, stderr io.Writer) error) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
@@ -93,23 +111,34 @@ func help(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) er
 	return nil
 }
 
-// parseFlags parses a command's flags. Asked for help (-h, --help), it prints the command's
-// usage to stdout and reports done; a mistake is a usage error that says where to look.
-func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (done bool, err error) {
+// parseFlags parses a command's flags, which may come before, between or after its other
+// arguments; it returns those. Asked for help (-h, --help), it prints the command's usage
+// to stdout and reports done; a mistake is a usage error that says where to look.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (rest []string, done bool, err error) {
 	fs.SetOutput(io.Discard) // flag's own messages would go to stderr twice
-	err = fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		printFlags(stdout, fs)
-		return true, nil
+	for {
+		err = fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			printFlags(stdout, fs)
+			return nil, true, nil
+		}
+		if err != nil {
+			return nil, true, fmt.Errorf("%w: %v; run 'toolsift %s --help' for its flags", errUsage, err, fs.Name())
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return rest, false, nil
+		}
+		rest, args = append(rest, args[0]), args[1:]
 	}
-	if err != nil {
-		return true, fmt.Errorf("%w: %v; run 'toolsift %s --help' for its flags", errUsage, err, fs.Name())
-	}
-	return false, nil
 }
 
 func printFlags(w io.Writer, fs *flag.FlagSet) {
 	c, _ := lookup(fs.Name())
+	if c.help != "" {
+		fmt.Fprint(w, c.help)
+		return
+	}
 	fmt.Fprintf(w, "Usage: toolsift %s %s\n\n%s.\n", c.name, c.synopsis, strings.ToUpper(c.summary[:1])+c.summary[1:])
 	fs.SetOutput(w)
 	hasFlags := false
@@ -159,14 +188,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return c.run(ctx, args, stdin, stdout, stderr)
 }
 
-// isTerminal reports whether r is a terminal rather than a client's pipe.
+// isTerminal reports whether r is a terminal rather than a client's pipe (or /dev/null, as
+// a service manager gives it).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func buildVersion() string {

@@ -24,10 +24,11 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	kList := fs.String("k", "1,3,5", "comma-separated cut-offs for recall@k")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	minimum := fs.String("min", "", "fail unless recall meets these floors, e.g. 1=0.70,5=0.90")
-	if done, err := parseFlags(fs, args, stdout); done || err != nil {
+	rest, done, err := parseFlags(fs, args, stdout)
+	if done || err != nil {
 		return err
 	}
-	if *casesFile == "" || fs.NArg() > 0 {
+	if *casesFile == "" || len(rest) > 0 {
 		return fmt.Errorf("%w: eval takes --cases FILE and either --config FILE or --tools FILE..., and no other arguments; run 'toolsift eval --help'", errUsage)
 	}
 	ks, err := parseKs(*kList)

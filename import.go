@@ -38,30 +38,6 @@ are kept with disabled: true.
 Then switch a client over: toolsift setup CLIENT (see toolsift setup -h).
 `
 
-// parseInterleaved parses flags that may come before, between or after the positional
-// arguments, which it returns.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos, args = append(pos, args[0]), args[1:]
-	}
-}
-
-// newFlagSet makes a flag set whose -h and errors the command reports itself.
-func newFlagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	return fs
-}
-
 // userDirs returns the user's home directory and the working directory; either is empty if
 // it cannot be told.
 func userDirs() (home, cwd string) {
@@ -81,17 +57,13 @@ func kindNames() string {
 // importCmd prints a toolsift configuration holding the servers of the user's MCP clients:
 // toolsift import [--client NAME] [FILE...] [-o FILE] [--force].
 func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("import")
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	client := fs.String("client", "", "")
 	out := fs.String("o", "", "")
 	force := fs.Bool("force", false, "")
-	files, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, importUsage)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %v (see toolsift import -h)", errUsage, err)
+	files, done, err := parseFlags(fs, args, stdout)
+	if done || err != nil {
+		return err
 	}
 	var kind clients.Kind
 	if *client != "" {
@@ -117,7 +89,7 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			imp, err := clients.Read(abs, kind, opts)
 			if errors.Is(err, clients.ErrUnknownFormat) {
-				return fmt.Errorf("%w; say which client's it is with --client NAME (%s)", err, kindNames())
+				return fmt.Errorf("%w; if it is one, say which client's with --client NAME (%s)", err, kindNames())
 			}
 			if err != nil {
 				return err

@@ -137,9 +137,9 @@ func TestImportCmdArgs(t *testing.T) {
 		{"a file, flags after", []string{mcp, "--client", "cursor"}, "  a:\n    command: x", "servers.json (cursor): 1 server", "", false},
 		{"a file, guessed", []string{mcp}, "  a:", "read as Claude Code's .mcp.json format", "", false},
 		{"unknown client", []string{"--client", "emacs"}, "", "", `--client: unknown client "emacs"`, true},
-		{"bad flag", []string{"--frobnicate"}, "", "", "flag provided but not defined: -frobnicate (see toolsift import -h)", true},
+		{"bad flag", []string{"--frobnicate"}, "", "", "flag provided but not defined: -frobnicate; run 'toolsift import --help'", true},
 		{"broken file", []string{broken}, "", "", "broken.json:3:26: want , or } after the value of \"command\"", false},
-		{"unknown format", []string{other}, "", "", "say which client's it is with --client NAME", false},
+		{"unknown format", []string{other}, "", "", "if it is one, say which client's with --client NAME", false},
 		{"missing file", []string{filepath.Join(project, "nope.json")}, "", "", "nope.json", false},
 		{"no such client configured", []string{"--client", "opencode"}, "", "", "no opencode configuration found in ~ or " + project + ": name the files to read", false},
 	}

@@ -15,6 +15,8 @@ func TestRun(t *testing.T) {
 	os.WriteFile(broken, []byte("mcpServers:\n  github:\n    command: npx\n    argz: [x]\n"), 0o644)
 	failing := filepath.Join(dir, "failing.yaml")
 	os.WriteFile(failing, []byte("mcpServers:\n  gone:\n    command: /nonexistent/server\n"), 0o644)
+	slow := filepath.Join(dir, "slow.yaml")
+	os.WriteFile(slow, []byte("mcpServers:\n  mute:\n    command: sleep\n    args: [\"30\"]\n"), 0o644)
 	unset := filepath.Join(dir, "unset.yaml")
 	os.WriteFile(unset, []byte("mcpServers:\n  jira:\n    url: https://x/mcp\n    headers: {Authorization: \"Bearer ${TOOLSIFT_TEST_UNSET}\"}\n"), 0o644)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
@@ -40,6 +42,9 @@ func TestRun(t *testing.T) {
 		{"search -h", []string{"search", "-h"}, "-tools FILE", "", 0},
 		{"eval --help", []string{"eval", "--help"}, "-cases FILE", "", 0},
 		{"status --help", []string{"status", "--help"}, "-wait duration", "", 0},
+		{"import --help", []string{"import", "--help"}, "Usage: toolsift import [--client NAME]", "", 0},
+		{"help setup", []string{"help", "setup"}, "Usage: toolsift setup CLIENT", "", 0},
+		{"flags after the query", []string{"search", "create", "issue", "-n"}, "", "flag needs an argument: -n", 2},
 		{"version --help", []string{"version", "--help"}, "Usage: toolsift version", "", 0},
 		{"unknown command", []string{"frobnicate"}, "", `unknown command "frobnicate"; run 'toolsift help' for the list`, 2},
 		{"bad flag", []string{"--nope"}, "", "flag provided but not defined: -nope; run 'toolsift serve --help'", 2},
@@ -52,7 +57,8 @@ func TestRun(t *testing.T) {
 		{"no config", nil, "", "looked for toolsift.yaml and " + filepath.Join(dir, "xdg", "toolsift", "config.yaml"), 1},
 		{"missing file", []string{"serve", "--config", filepath.Join(dir, "nope.yaml")}, "", "nope.yaml", 1},
 		{"broken yaml", []string{"--config", broken}, "", broken + ":4: mcpServers.github.argz: unknown key; did you mean args?", 1},
-		{"status of a failing server", []string{"status", "--config", failing, "--wait", "10s"}, "SERVER", "1 of 1 servers not working: gone (failed)", 1},
+		{"status of a server still starting", []string{"status", "--config", slow, "--wait", "500ms"}, "SERVER", "1 of 1 servers still starting after 500ms: mute (a first npx start downloads the server; run again with --wait 2m)", 1},
+		{"status of a failing server", []string{"status", "--config", failing, "--wait", "10s"}, "SERVER", "1 of 1 servers failed: gone (see LAST ERROR", 1},
 		{"unset variable", []string{"--config", unset}, "", "mcpServers.jira.headers.Authorization: ${TOOLSIFT_TEST_UNSET} is not set", 1},
 	}
 	for _, tt := range tests {

@@ -86,16 +86,17 @@ func searchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var cat catalogFlags
 	cat.register(fs)
 	n := fs.Int("n", 10, "how many tools to print")
-	if done, err := parseFlags(fs, args, stdout); done || err != nil {
+	rest, done, err := parseFlags(fs, args, stdout)
+	if done || err != nil {
 		return err
 	}
-	query := strings.Join(fs.Args(), " ")
+	query := strings.Join(rest, " ")
 	if strings.TrimSpace(query) == "" {
 		return fmt.Errorf("%w: no query: put it after the flags, as in: toolsift search --config toolsift.yaml create issue", errUsage)
 	}
 	q, err := search.ParseQuery(query)
 	if err != nil {
-		return fmt.Errorf("%w: query %q: %v", errUsage, query, err)
+		return fmt.Errorf("%w: query %q: %v: give words a tool's name or description would hold, as in: toolsift search create issue (+word requires a word, server:NAME searches one server, select:a,b fetches by name)", errUsage, query, err)
 	}
 	ix, err := cat.index(ctx, stderr)
 	if err != nil {

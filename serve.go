@@ -28,11 +28,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	configFile := fs.String("config", "", "configuration `FILE` (YAML or JSON)")
 	level := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
 	listen := fs.String("listen", "", "serve streamable HTTP at `ADDR` (/mcp, and SSE at /sse) instead of stdio; :PORT binds 127.0.0.1")
-	if done, err := parseFlags(fs, args, stdout); done || err != nil {
+	rest, done, err := parseFlags(fs, args, stdout)
+	if done || err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q; serve takes only flags (run 'toolsift help' for the other commands)", errUsage, fs.Arg(0))
+	if len(rest) > 0 {
+		return fmt.Errorf("%w: unexpected argument %q; serve takes only flags (run 'toolsift help' for the other commands)", errUsage, rest[0])
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
@@ -127,7 +128,7 @@ func findConfig(named string) (string, error) {
 			return c, nil
 		}
 	}
-	return "", fmt.Errorf("no configuration: looked for %s; pass --config FILE, or start from config.example.yaml: cp config.example.yaml toolsift.yaml",
+	return "", fmt.Errorf("no configuration: looked for %s; make one from your MCP clients' servers with: toolsift import -o ~/.config/toolsift/config.yaml (or pass --config FILE)",
 		strings.Join(candidates, " and "))
 }
 

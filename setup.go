@@ -29,8 +29,9 @@ puts the servers back and removes the backup.
 CLIENT is claude-code, claude-desktop, cursor, vscode, gemini, codex or opencode. The file
 changed is the client's user-level one: ~/.claude.json (its user servers, and the local
 servers of the project you are in), claude_desktop_config.json, ~/.cursor/mcp.json, VS
-Code's user mcp.json, ~/.gemini/settings.json, ~/.codex/config.toml,
-~/.config/opencode/opencode.json. --file picks another, such as a project's .mcp.json.
+Code's user mcp.json (or, if there is none, ./.vscode/mcp.json), ~/.gemini/settings.json,
+~/.codex/config.toml, ~/.config/opencode/opencode.json. --file picks another, such as a
+project's .mcp.json. --dry-run shows which.
 
 Flags:
   --config FILE   the toolsift configuration the client starts toolsift with; it must hold
@@ -52,20 +53,16 @@ Typically: toolsift import -o ~/.config/toolsift/config.yaml
 // setupCmd switches a client to toolsift, or back:
 // toolsift setup CLIENT [--config FILE] [--file CLIENTFILE] [--undo] [--dry-run].
 func setupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("setup")
+	fs := flag.NewFlagSet("setup", flag.ContinueOnError)
 	configFile := fs.String("config", "", "")
 	clientFile := fs.String("file", "", "")
 	undo := fs.Bool("undo", false, "")
 	dryRun := fs.Bool("dry-run", false, "")
 	force := fs.Bool("force", false, "")
 	command := fs.String("command", "", "")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, setupUsage)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %v (see toolsift setup -h)", errUsage, err)
+	pos, done, err := parseFlags(fs, args, stdout)
+	if done || err != nil {
+		return err
 	}
 	if len(pos) != 1 {
 		return fmt.Errorf("%w: name one client: toolsift setup CLIENT, where CLIENT is one of %s", errUsage, kindNames())
@@ -293,7 +290,7 @@ func toolsiftCommand(exe string, lookPath func(string) (string, error)) (string,
 		}
 	}
 	if strings.Contains(exe, string(filepath.Separator)+"go-build") {
-		return "", fmt.Errorf("%w: toolsift is running from a temporary build (%s, as go run makes): install it (go install github.com/toolsift/toolsift@latest) and run setup with that, or pass --command PATH", errUsage, exe)
+		return "", fmt.Errorf("%w: toolsift is running from a temporary build (%s, as go run makes): install it (go install . in the clone) and run setup with that, or pass --command PATH", errUsage, exe)
 	}
 	return exe, nil
 }

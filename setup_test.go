@@ -99,7 +99,7 @@ func TestSetupCmdArgs(t *testing.T) {
 		{"no client", nil, "", "name one client: toolsift setup CLIENT, where CLIENT is one of claude-code,", true},
 		{"two clients", []string{"cursor", "codex"}, "", "name one client", true},
 		{"unknown client", []string{"emacs"}, "", `unknown client "emacs" (known: claude-code`, true},
-		{"bad flag", []string{"cursor", "--nope"}, "", "flag provided but not defined: -nope (see toolsift setup -h)", true},
+		{"bad flag", []string{"cursor", "--nope"}, "", "flag provided but not defined: -nope; run 'toolsift setup --help'", true},
 		{"servers missing from the config", []string{"claude-code", "--command", "/t"}, "",
 			"~/.claude.json has servers that are not in ~/.config/toolsift/config.yaml: github, postgres; setup would take them out of Claude Code: add them first (toolsift import --client claude-code ~/.claude.json", false},
 		{"forced", []string{"cursor", "--force", "--command", "/t", "--dry-run"}, "note: not in ~/.config/toolsift/config.yaml, kept only in the backup: context7", "", false},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,11 +20,12 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	configFile := fs.String("config", "", "configuration `FILE`")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for servers to start")
-	if done, err := parseFlags(fs, args, stdout); done || err != nil {
+	rest, done, err := parseFlags(fs, args, stdout)
+	if done || err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q; status takes only flags", errUsage, fs.Arg(0))
+	if len(rest) > 0 {
+		return fmt.Errorf("%w: unexpected argument %q; status takes only flags", errUsage, rest[0])
 	}
 	file, err := findConfig(*configFile)
 	if err != nil {
@@ -50,10 +52,13 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer cancel()
 	pool.WaitConnected(wctx)
 	fmt.Fprintf(stdout, "%-20s %-10s %6s  %-12s %s\n", "SERVER", "STATE", "TOOLS", "CACHE AGE", "LAST ERROR")
-	var bad []string
+	var failed, starting []string
 	for _, st := range pool.Statuses() {
-		if !st.State.Usable() && st.State != upstream.StateDisabled {
-			bad = append(bad, fmt.Sprintf("%s (%s)", st.Name, st.State))
+		switch st.State {
+		case upstream.StateFailed:
+			failed = append(failed, st.Name)
+		case upstream.StateStarting:
+			starting = append(starting, st.Name)
 		}
 		age := "none"
 		if !cached[st.Name].IsZero() {
@@ -65,8 +70,17 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		fmt.Fprintf(stdout, "%-20s %-10s %6d  %-12s %s\n", st.Name, st.State, st.Tools, age, errText)
 	}
-	if len(bad) > 0 {
-		return fmt.Errorf("%d of %d servers not working: %s; see LAST ERROR above, and Troubleshooting in the README", len(bad), len(cfg.Servers), strings.Join(bad, ", "))
+	var problems []string
+	if len(failed) > 0 {
+		problems = append(problems, fmt.Sprintf("%d of %d servers failed: %s (see LAST ERROR above, and Troubleshoot in the README)",
+			len(failed), len(cfg.Servers), strings.Join(failed, ", ")))
+	}
+	if len(starting) > 0 {
+		problems = append(problems, fmt.Sprintf("%d of %d servers still starting after %v: %s (a first npx start downloads the server; run again with --wait 2m)",
+			len(starting), len(cfg.Servers), *wait, strings.Join(starting, ", ")))
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
 }

@@ -3,12 +3,14 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -233,6 +235,10 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 		p.validate(cfg, nodes)
 	}
 	if len(p.errs) > 0 {
+		// Top-level keys are checked before the servers: report in the file's order.
+		slices.SortStableFunc(p.errs, func(a, b error) int {
+			return cmp.Compare(a.(*Error).Line, b.(*Error).Line)
+		})
 		return nil, errors.Join(p.errs...)
 	}
 	return cfg, nil
@@ -286,6 +292,9 @@ type parser struct {
 	// set holds the key paths of server settings written in the file, so that a top-level
 	// default fills only the others.
 	set map[string]bool
+	// guessed holds the key paths that a mistyped key was taken to mean (mcpServers.a.command
+	// for "comand"), so that their absence is not reported a second time.
+	guessed map[string]bool
 }
 
 // applyDefaults gives each server the top-level settings it does not set itself.
@@ -322,11 +331,18 @@ var (
 // likely a typo of. A client's own config file pasted whole is pointed at toolsift import.
 func (p *parser) unknownKey(n *yaml.Node, at, key string, known []string) {
 	msg := "unknown key"
-	if near := nearest(key, known); near != "" {
+	near := nearest(key, known)
+	if near != "" {
 		msg += "; did you mean " + near + "?"
+		if p.guessed == nil {
+			p.guessed = map[string]bool{}
+		}
+		p.guessed[strings.TrimSuffix(at, key)+near] = true
 	}
 	msg += " (known: " + strings.Join(known, ", ") + ")"
-	if !strings.Contains(at, ".") {
+	// A top-level key that is no typo, or VS Code's servers, is likely a client's whole
+	// config file pasted in.
+	if !strings.Contains(at, ".") && (near == "" || key == "servers") {
 		msg += "; to convert a client's config file (Claude, Cursor, VS Code, Gemini, Codex, opencode), run: toolsift import FILE"
 	}
 	p.errorf(n, at, "%s", msg)
@@ -348,25 +364,30 @@ func nearest(key string, known []string) string {
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
+// editDistance is the edit distance between a and b, in bytes, counting a swap of two
+// neighbours as one edit (ulr for url), as typing mistakes go.
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	rows := make([][]int, len(a)+1)
+	for i := range rows {
+		rows[i] = make([]int, len(b)+1)
+		rows[i][0] = i
+	}
+	for j := range rows[0] {
+		rows[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
-			sub := prev[j-1]
-			if a[i-1] != b[j-1] {
-				sub++
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
 			}
-			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+			rows[i][j] = min(rows[i-1][j-1]+cost, rows[i-1][j]+1, rows[i][j-1]+1)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				rows[i][j] = min(rows[i][j], rows[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return rows[len(a)][len(b)]
 }
 
 func (p *parser) errorf(n *yaml.Node, at, format string, args ...any) {
@@ -461,7 +482,9 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 	}
 	switch s.Type {
 	case "":
-		p.errorf(n, at, "neither command (a program to start) nor url (a server to reach) is set")
+		if !p.guessed[at+".command"] && !p.guessed[at+".url"] {
+			p.errorf(n, at, "neither command (a program to start) nor url (a server to reach) is set")
+		}
 	case TypeStdio:
 		if s.Command == "" {
 			p.errorf(n, at+".command", "missing: a stdio server needs a command")

@@ -107,6 +107,7 @@ func TestParseErrors(t *testing.T) {
 		{"no servers key", `servers: {}`, []string{"c.yaml:1: servers: unknown key; did you mean mcpServers?", "toolsift import FILE"}},
 		{"client config pasted whole", `{"globalShortcut": "Ctrl+Space", "mcpServers": {"a": {"command": "x"}}}`, []string{"c.yaml:1: globalShortcut: unknown key (known:", "run: toolsift import FILE"}},
 		{"typo suggests nearest", "mcpServers:\n  gh:\n    comand: x\n", []string{"c.yaml:3: mcpServers.gh.comand: unknown key; did you mean command?"}},
+		{"errors in the file's order", "mcpServers:\n  a:\n    command: x\n    bogus: 1\nlisten: [a]\n", []string{"c.yaml:4: mcpServers.a.bogus: unknown key (known: type, command, args, env, cwd, url, headers, prefix, description, alwaysLoad, allow, deny, disabled, tools, callTimeout, startupTimeout, lazyStart, idleTimeout)\nc.yaml:5: listen"}},
 		{"case suggests nearest", "mcpServers:\n  gh:\n    command: x\n    AlwaysLoad: true\n", []string{"mcpServers.gh.AlwaysLoad: unknown key; did you mean alwaysLoad?"}},
 		{"far key suggests nothing", "mcpServers:\n  gh:\n    command: x\n    zzzzzz: 1\n", []string{"mcpServers.gh.zzzzzz: unknown key (known:"}},
 		{"servers not a map", `mcpServers: [a]`, []string{"c.yaml:1: mcpServers: want a mapping"}},
@@ -239,6 +240,9 @@ func TestNearest(t *testing.T) {
 		{"zzz", ""},     // far from everything
 		{"url ", "url"}, // a trailing space is one edit
 		{"descriptoin", "description"},
+		{"ulr", "url"}, // a swap is one edit
+		{"nev", "env"}, // so is this one
+		{"lru", ""},    // two swaps away
 		{"命令", ""},
 	}
 	for _, tt := range tests {
@@ -264,5 +268,26 @@ func TestExampleShowsEveryKey(t *testing.T) {
 				t.Errorf("config.example.yaml does not show %s", k)
 			}
 		}
+	}
+}
+
+// TestParseErrorsSayNoMore: an error is not followed by the errors it causes, nor by advice
+// that does not fit it.
+func TestParseErrorsSayNoMore(t *testing.T) {
+	tests := []struct{ name, src, want, absent string }{
+		{"typo of command", "mcpServers:\n  gh:\n    comand: x\n", "did you mean command?", "neither command"},
+		{"typo of url", "mcpServers:\n  gh:\n    ulr: http://x/mcp\n", "did you mean url?", "neither command"},
+		{"a key that is no typo", "mcpServers:\n  gh:\n    zzzzzz: x\n", "unknown key", "did you mean"},
+		{"top-level typo is no client file", "lazystart: true\nmcpServers: {}\n", "did you mean lazyStart?", "toolsift import"},
+	}
+	for _, tt := range tests {
+		_, err := Parse("c.yaml", []byte(tt.src), env(nil))
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), tt.absent) {
+			t.Errorf("%s: Parse(%q) error = %v, want %q and no %q", tt.name, tt.src, err, tt.want, tt.absent)
+		}
+	}
+	// With the typo's server missing both, the real mistake is still reported.
+	if _, err := Parse("c.yaml", []byte("mcpServers:\n  gh:\n    zzzzzz: x\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "neither command") {
+		t.Errorf("a server with neither command nor url and no typo: %v", err)
 	}
 }
