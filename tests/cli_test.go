@@ -133,7 +133,7 @@ func TestStatusCommand(t *testing.T) {
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		// A server that failed makes status fail, so that scripts can check.
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "1 of 2 servers not working: broken (failed)") {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "1 of 2 servers failed: broken (see LAST ERROR") {
 			t.Fatalf("status = %v, want exit status 1 naming broken\n%s", err, out)
 		}
 		return string(out)
