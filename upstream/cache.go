@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/toolsift/toolsift/config"
@@ -34,15 +33,11 @@ func cacheKey(srv config.Server) string {
 
 // cachePath is where a server's entry lives in dir.
 func cachePath(dir string, srv config.Server) string {
-	name := strings.Map(func(r rune) rune {
-		if isLegal(r) {
-			return r
-		}
-		return '_'
-	}, srv.Name)
-	return filepath.Join(dir, name+"-"+cacheKey(srv)+".json")
+	return filepath.Join(dir, sanitized(srv.Name)+"-"+cacheKey(srv)+".json")
 }
 
+// loadCache reads the entry in dir for srv's current launch configuration; when there is
+// none, the error satisfies os.IsNotExist.
 func loadCache(dir string, srv config.Server) (*cacheEntry, error) {
 	data, err := os.ReadFile(cachePath(dir, srv))
 	if err != nil {
@@ -77,4 +72,39 @@ func saveCache(dir string, srv config.Server, e *cacheEntry) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), cachePath(dir, srv))
+}
+
+// loadCached fills the server's lists from the cache, if it has the server's current launch
+// configuration, and lets searches go ahead without waiting for the server. It runs in
+// NewPool, before anything else can see the server, so it takes no lock.
+func (s *server) loadCached() {
+	e, err := loadCache(s.shared.cacheDir, s.cfg)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			s.log.Warn("catalog cache unreadable", "error", err)
+		}
+		return
+	}
+	s.tools, s.prompts, s.resources = s.toolsFrom(e.Tools), s.promptsFrom(e.Prompts), e.Resources
+	s.info, s.summary, s.cached = e.Info, e.Info.Summary, e.Saved
+	s.attemptedOnce.Do(func() { close(s.attempted) })
+	s.log.Debug("catalog from cache", "tools", len(s.tools), "saved", e.Saved)
+}
+
+// save replaces the server's cache entry with what it just listed.
+func (s *server) save(info Info, tools []json.RawMessage, prompts []Prompt, resources []Resource) {
+	if s.shared.cacheDir == "" {
+		return
+	}
+	e := &cacheEntry{Server: s.cfg.Name, Saved: time.Now().UTC(), Info: info, Tools: tools, Resources: resources}
+	for _, pr := range prompts {
+		e.Prompts = append(e.Prompts, pr.Raw)
+	}
+	if err := saveCache(s.shared.cacheDir, s.cfg, e); err != nil {
+		s.log.Warn("catalog cache not written", "error", err)
+		return
+	}
+	s.mu.Lock()
+	s.cached = e.Saved
+	s.mu.Unlock()
 }

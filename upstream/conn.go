@@ -70,6 +70,8 @@ func Dialer(version string) DialFunc {
 	}
 }
 
+// dial is Dialer's DialFunc: it starts a stdio server's process, or opens the HTTP or SSE
+// transport, then initializes the session.
 func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, notify Notify, peer Peer) (Conn, Info, error) {
 	var tr transport.Interface
 	var proc *process
@@ -156,6 +158,7 @@ func summary(res *mcp.InitializeResult) string {
 	return res.ServerInfo.Name
 }
 
+// envList turns env into the KEY=value form of exec.Cmd.Env.
 func envList(env map[string]string) []string {
 	out := make([]string, 0, len(env))
 	for k, v := range env {
@@ -164,6 +167,7 @@ func envList(env map[string]string) []string {
 	return out
 }
 
+// conn is the Conn of the real transports.
 type conn struct {
 	client *client.Client
 	tr     transport.Interface
@@ -175,8 +179,10 @@ type conn struct {
 	why    error // set before lost is closed
 }
 
+// Lost is closed by markLost.
 func (c *conn) Lost() <-chan struct{} { return c.lost }
 
+// Err returns why the connection went away, or nil while it has not.
 func (c *conn) Err() error {
 	select {
 	case <-c.lost:
@@ -186,6 +192,8 @@ func (c *conn) Err() error {
 	}
 }
 
+// markLost records why the connection went away and closes Lost; only the first call
+// counts.
 func (c *conn) markLost(why error) {
 	c.loser.Do(func() {
 		c.why = why
@@ -247,6 +255,7 @@ type RPCError struct {
 	Message string
 }
 
+// Error says the error's code and message.
 func (e *RPCError) Error() string { return fmt.Sprintf("error %d: %s", e.Code, e.Message) }
 
 // listPages returns every item of a paginated list (tools/list, prompts/list, …), following

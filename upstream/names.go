@@ -30,18 +30,24 @@ func ExposedName(prefix, tool string) string {
 func hashed(name string) string {
 	sum := sha256.Sum256([]byte(name))
 	suffix := hex.EncodeToString(sum[:4])
-	stem := strings.Map(func(r rune) rune {
-		if isLegal(r) {
-			return r
-		}
-		return '_'
-	}, name)
+	stem := sanitized(name)
 	if max := MaxNameLen - len(suffix) - 1; len(stem) > max {
 		stem = stem[:max]
 	}
 	return stem + "_" + suffix
 }
 
+// sanitized returns s with each character outside [A-Za-z0-9_-] replaced by '_'.
+func sanitized(s string) string {
+	return strings.Map(func(r rune) rune {
+		if isLegal(r) {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// legal reports whether s keeps to [A-Za-z0-9_-].
 func legal(s string) bool {
 	for _, r := range s {
 		if !isLegal(r) {
@@ -51,6 +57,7 @@ func legal(s string) bool {
 	return true
 }
 
+// isLegal reports whether r is in [A-Za-z0-9_-].
 func isLegal(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
 }

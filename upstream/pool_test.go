@@ -206,58 +206,6 @@ func TestPoolCall(t *testing.T) {
 	waitFor(t, "reconnect", func() bool { return dials.Load() >= 2 })
 }
 
-func TestCatalogCollisions(t *testing.T) {
-	cat := NewCatalog([]Tool{
-		{Server: "a", Name: "x", Exposed: "x"},
-		{Server: "b", Name: "x", Exposed: "x"},
-	})
-	if len(cat.Tools) != 2 || cat.Tools[0].Exposed != "x" || cat.Tools[1].Exposed == "x" {
-		t.Fatalf("collision not resolved: %+v", cat.Tools)
-	}
-	if !apiName.MatchString(cat.Tools[1].Exposed) {
-		t.Errorf("renamed tool %q is not a legal name", cat.Tools[1].Exposed)
-	}
-	if again := NewCatalog([]Tool{{Server: "a", Name: "x", Exposed: "x"}, {Server: "b", Name: "x", Exposed: "x"}}); again.Tools[1].Exposed != cat.Tools[1].Exposed {
-		t.Error("collision renaming is not deterministic")
-	}
-}
-
-func TestParseTool(t *testing.T) {
-	tests := []struct {
-		raw        string
-		wantErr    bool
-		alwaysLoad bool
-	}{
-		{`{"name":"a","inputSchema":{"type":"object"}}`, false, false},
-		{`{"name":"a","_meta":{"anthropic/alwaysLoad":true}}`, false, true},
-		{`{"name":"a","_meta":{"anthropic/alwaysLoad":"yes"}}`, false, false},
-		{`{"name":""}`, true, false},
-		{`[]`, true, false},
-	}
-	for _, tt := range tests {
-		got, err := ParseTool(json.RawMessage(tt.raw))
-		if (err != nil) != tt.wantErr {
-			t.Errorf("ParseTool(%s) error = %v", tt.raw, err)
-			continue
-		}
-		if got.AlwaysLoad != tt.alwaysLoad {
-			t.Errorf("ParseTool(%s).AlwaysLoad = %v", tt.raw, got.AlwaysLoad)
-		}
-	}
-}
-
-func TestTail(t *testing.T) {
-	tail := NewTail(16)
-	fmt.Fprint(tail, "first line\nsecond line\nthird\n")
-	if got := tail.String(); got != "third" {
-		t.Errorf("Tail = %q, want %q", got, "third")
-	}
-	tail.Reset()
-	if got := tail.String(); got != "" {
-		t.Errorf("after Reset, Tail = %q", got)
-	}
-}
-
 func TestPoolCallTimeout(t *testing.T) {
 	conn := &fakeConn{tools: []json.RawMessage{rawTool("hang")}}
 	pool := NewPool([]config.Server{{Name: "s", Prefix: "s", CallTimeout: 20 * time.Millisecond}}, Options{
@@ -572,26 +520,6 @@ func TestSubscriptionsAreRenewed(t *testing.T) {
 	}
 }
 
-func TestExplain(t *testing.T) {
-	npx := "npm error code ENOENT\nnpm error syscall open\nnpm error path /root/.npm/_npx/a705c79b42eea4c8/package.json\nnpm error errno -2\n" +
-		"npm error enoent Could not read package.json: Error: ENOENT: no such file or directory, open '/root/.npm/_npx/a705c79b42eea4c8/package.json'\nnpm error enoent\n"
-	tests := []struct{ stderr, want string }{
-		{"", ""},
-		{"  \n\n ", ""},
-		{"fatal: TOKEN missing\n", "fatal: TOKEN missing"},
-		{"starting\nError: GITHUB_TOKEN is not set\n  \n", "Error: GITHUB_TOKEN is not set"},
-		{npx, "npx's cache folder /root/.npm/_npx/a705c79b42eea4c8 is broken"},
-		{`npm error enoent ENOENT: open 'C:\Users\me\AppData\Local\npm-cache\_npx\0123abcd\package.json'`, `npx's cache folder C:\Users\me\AppData\Local\npm-cache\_npx\0123abcd is broken`},
-		{"ENOENT: no such file or directory, open '/srv/app/package.json'", "ENOENT: no such file or directory, open '/srv/app/package.json'"},
-		{strings.Repeat("é", 300), strings.Repeat("é", 200) + "…"},
-	}
-	for _, tt := range tests {
-		if got := explain(tt.stderr); !strings.HasPrefix(got, tt.want) || (tt.want == "" && got != "") {
-			t.Errorf("explain(%.60q) = %q, want it to start with %q", tt.stderr, got, tt.want)
-		}
-	}
-}
-
 // TestIdleStopWaitsForCallsAndSubscriptions: a server is not stopped as idle while a call
 // to it is in flight or while it holds a resource subscription, and is once neither holds.
 func TestIdleStopWaitsForCallsAndSubscriptions(t *testing.T) {
@@ -721,32 +649,6 @@ func TestCatalogHasEveryServerAfterConcurrentConnects(t *testing.T) {
 		pool.Close()
 		if len(pending) > 0 || got != len(servers) {
 			t.Fatalf("after every server connected: %d tools in the catalog, want %d (pending %v)", got, len(servers), pending)
-		}
-	}
-}
-
-func TestObjectSchema(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{"type":"object","properties":{}}`, `{"type":"object","properties":{}}`},    // kept byte for byte
-		{`{ "properties" : {"a":{}} }`, `{"type":"object","properties" : {"a":{}} }`}, // gitlab-like: type added
-		{`{"$schema":"http://json-schema.org/draft-07/schema#"}`, `{"type":"object","$schema":"http://json-schema.org/draft-07/schema#"}`},
-		{`{}`, `{"type":"object"}`},
-		{" \n{ \n}\n", `{"type":"object"}`},
-		{`{"type":["object","null"]}`, `{"type":["object","null"]}`}, // another type is the server's to say
-		{`{"anyOf":[{"type":"object"}]}`, `{"type":"object","anyOf":[{"type":"object"}]}`},
-		{`null`, `null`},
-		{`[1]`, `[1]`},
-		{`"x"`, `"x"`},
-		{`{"a":`, `{"a":`}, // not JSON: left alone
-		{``, ``},
-	}
-	for _, tt := range tests {
-		got := string(objectSchema(json.RawMessage(tt.in)))
-		if got != tt.want {
-			t.Errorf("objectSchema(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-		if tt.in != tt.want && !json.Valid([]byte(got)) {
-			t.Errorf("objectSchema(%q) = %q is not JSON", tt.in, got)
 		}
 	}
 }

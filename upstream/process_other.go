@@ -12,6 +12,7 @@ const (
 	sigKill = 1
 )
 
+// ownGroup does nothing: there are no process groups here.
 func ownGroup(*exec.Cmd) {}
 
 // signalGroup stops the child; without process groups or SIGTERM, only outright.

@@ -1,0 +1,42 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Prompt is an upstream prompt, kept as the server sent it.
+type Prompt struct {
+	Server string
+	// Name is the prompt's name at its server; Exposed is the name clients see, made like a
+	// tool's (see ExposedName).
+	Name, Exposed string
+	Raw           json.RawMessage
+}
+
+// listPrompts lists the server's prompts, if its capabilities say it has them. A server that
+// fails this list keeps its tools.
+func (s *server) listPrompts(ctx context.Context, conn Conn, info Info) []Prompt {
+	if !info.Prompts {
+		return nil
+	}
+	raws, err := listPages(ctx, conn, "prompts/list", "prompts")
+	if err != nil {
+		s.log.Warn("upstream prompts not listed", "error", err)
+	}
+	return s.promptsFrom(raws)
+}
+
+// promptsFrom turns the server's raw prompts, listed or cached, into catalog prompts.
+func (s *server) promptsFrom(raws []json.RawMessage) []Prompt {
+	var prompts []Prompt
+	for _, raw := range raws {
+		var pr struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &pr) == nil && pr.Name != "" {
+			prompts = append(prompts, Prompt{Server: s.cfg.Name, Name: pr.Name, Raw: raw})
+		}
+	}
+	return prompts
+}
