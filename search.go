@@ -66,7 +66,7 @@ func (c *catalogFlags) index(ctx context.Context, stderr io.Writer) (*search.Ind
 	// No cache here: search and eval measure what the servers list now.
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion()})
 	defer pool.Close()
-	pool.Start()
+	pool.Start(upstream.Hooks{})
 	wctx, cancel := context.WithTimeout(ctx, c.wait)
 	defer cancel()
 	if pending := pool.WaitStarted(wctx); len(pending) > 0 {

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,8 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/proxy"
@@ -51,18 +48,11 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	// The proxy needs the pool and the pool reports to the proxy: srv is set before
-	// pool.Start, so before the pool can call it.
-	var srv *proxy.Server
-	pool := upstream.NewPool(cfg.Servers, upstream.Options{
-		Logger: log, Version: buildVersion(),
-		OnChange: func() { srv.CatalogChanged() },
-		Client:   lateClient{&srv},
-		CacheDir: cacheDir(),
-	})
+	// The proxy is built on the pool, then the pool starts reporting to it.
+	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir()})
 	defer pool.Close()
-	srv = proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion()})
-	pool.Start()
+	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion()})
+	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
 	if addr := cmp.Or(*listen, cfg.HTTP.Listen); addr != "" {
 		return serveHTTP(ctx, srv, cfg.HTTP, addr, log)
 	}
@@ -141,22 +131,3 @@ func cacheDir() string {
 	}
 	return filepath.Join(dir, "toolsift")
 }
-
-// lateClient hands servers' requests to the proxy server, which is made after the pool.
-type lateClient struct{ srv **proxy.Server }
-
-func (c lateClient) CreateMessage(caller context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	return (*c.srv).CreateMessage(caller, req)
-}
-
-func (c lateClient) Elicit(caller context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return (*c.srv).Elicit(caller, req)
-}
-
-func (c lateClient) ListRoots(caller context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	return (*c.srv).ListRoots(caller, req)
-}
-
-func (c lateClient) ResourceUpdated(params json.RawMessage) { (*c.srv).ResourceUpdated(params) }
-
-func (c lateClient) Log(caller context.Context, params json.RawMessage) { (*c.srv).Log(caller, params) }

@@ -47,7 +47,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, st := range pool.Statuses() {
 		cached[st.Name] = st.Cached
 	}
-	pool.Start()
+	pool.Start(upstream.Hooks{})
 	wctx, cancel := context.WithTimeout(ctx, *wait)
 	defer cancel()
 	pool.WaitConnected(wctx)

@@ -38,7 +38,7 @@ func echoUpstream(t testing.TB, n int) string {
 // proxyOver serves a proxy over HTTP in front of an upstream URL and returns its /mcp URL.
 func proxyOver(t testing.TB, upstreamURL string) (string, *Server) {
 	pool := upstream.NewPool([]config.Server{{Name: "up", Prefix: "up", Type: config.TypeHTTP, URL: upstreamURL + "/mcp"}}, upstream.Options{})
-	pool.Start()
+	pool.Start(upstream.Hooks{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if pending := pool.WaitStarted(ctx); len(pending) > 0 {

@@ -68,7 +68,7 @@ func startFakes(t *testing.T, servers []config.Server, conns map[string]*fakeCon
 			return conns[srv.Name], upstream.Info{Summary: srv.Name + " server"}, nil
 		},
 	})
-	pool.Start()
+	pool.Start(upstream.Hooks{})
 	t.Cleanup(func() { pool.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -422,9 +422,7 @@ func serveOne(t *testing.T, gh *fakeConn) (url string, notify func(method string
 	t.Helper()
 	var mu sync.Mutex
 	var n upstream.Notify // the server's, guarded by mu
-	var p *Server
 	pool := upstream.NewPool([]config.Server{{Name: "gh", Prefix: "gh", Type: config.TypeStdio, Command: "x"}}, upstream.Options{
-		OnChange: func() { p.CatalogChanged() },
 		Dial: func(_ context.Context, _ config.Server, _ *upstream.Tail, notify upstream.Notify, _ upstream.Peer) (upstream.Conn, upstream.Info, error) {
 			mu.Lock()
 			n = notify
@@ -432,8 +430,8 @@ func serveOne(t *testing.T, gh *fakeConn) (url string, notify func(method string
 			return gh, upstream.Info{}, nil
 		},
 	})
-	p = New(pool, Options{ListWait: 50 * time.Millisecond})
-	pool.Start()
+	p := New(pool, Options{ListWait: 50 * time.Millisecond})
+	pool.Start(upstream.Hooks{OnChange: p.CatalogChanged})
 	t.Cleanup(func() { pool.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

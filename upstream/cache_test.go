@@ -23,7 +23,7 @@ func TestCacheServesARestartAtOnce(t *testing.T) {
 		return conn, Info{Summary: "fake"}, nil
 	}
 	first := NewPool([]config.Server{srv}, Options{CacheDir: dir, Dial: dialNow})
-	first.Start()
+	first.Start(Hooks{})
 	waitFor(t, "first connection", func() bool { return len(first.Catalog().Tools) == 2 })
 	first.Close()
 	if files, _ := filepath.Glob(filepath.Join(dir, "s-*.json")); len(files) != 1 {
@@ -41,7 +41,7 @@ func TestCacheServesARestartAtOnce(t *testing.T) {
 	}
 	second := NewPool([]config.Server{srv}, Options{CacheDir: dir, Dial: dialSlow})
 	defer second.Close()
-	second.Start()
+	second.Start(Hooks{})
 	if got := len(second.Catalog().Tools); got != 2 {
 		t.Fatalf("catalog from cache has %d tools, want 2", got)
 	}

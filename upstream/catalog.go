@@ -42,8 +42,8 @@ func (p *Pool) rebuild() {
 	p.rebuildMu.Lock()
 	p.catalog.Store(p.buildCatalog())
 	p.rebuildMu.Unlock()
-	if p.opts.OnChange != nil {
-		p.opts.OnChange()
+	if p.onChange != nil {
+		p.onChange()
 	}
 }
 

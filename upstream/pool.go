@@ -57,8 +57,6 @@ type Options struct {
 	Dial DialFunc
 	// Version is toolsift's version, sent to servers when connecting.
 	Version string
-	// OnChange is called, outside any lock, after the catalog changes.
-	OnChange func()
 	// ConnectTimeout bounds one connection attempt including the first tools/list, for
 	// servers without a startupTimeout; 0 means 60s, since npx may download the server first.
 	ConnectTimeout time.Duration
@@ -71,9 +69,6 @@ type Options struct {
 	// PingTimeout bounds the ping that checks a server after a call to it timed out; one
 	// that does not answer is restarted. 0 means 5s.
 	PingTimeout time.Duration
-	// Client answers servers' sampling and elicitation requests and takes their log
-	// messages; nil means servers are told the client cannot sample or elicit.
-	Client Client
 	// MaxStarting bounds how many stdio servers start at once; 0 means 8. Forty npx
 	// servers started together compete for CPU and memory, and none is ready sooner for
 	// it; HTTP and SSE servers cost nothing here to connect and are not held back.
@@ -100,6 +95,9 @@ type Pool struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the supervisors started by Start; Close waits for them
 	closed sync.Once
+
+	// onChange is Hooks.OnChange, set by Start before any server can change the catalog.
+	onChange func()
 
 	// rebuildMu serializes building and storing the catalog: two servers that connect at
 	// once each build one, and the older build must not be stored last. Reading the
@@ -140,7 +138,6 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 	p := &Pool{opts: opts, byName: map[string]*server{}, progress: &progressRouter{}}
 	sh := shared{
 		dial:             opts.Dial,
-		client:           opts.Client,
 		cacheDir:         opts.CacheDir,
 		retryMin:         opts.RetryMin,
 		retryMax:         opts.RetryMax,
@@ -175,10 +172,24 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 	return p
 }
 
-// Start connects to every enabled server concurrently, in the background. Servers that fail
-// are retried with back-off until Close.
-func (p *Pool) Start() {
+// Hooks connect a pool to whoever serves its tools. That server is usually built on the
+// pool, so they are given to Start, once both exist, rather than to NewPool.
+type Hooks struct {
+	// Client answers servers' sampling, elicitation and roots requests and takes their log
+	// messages and resource updates; nil means servers are told the client cannot sample or
+	// elicit.
+	Client Client
+	// OnChange is called, outside any lock, after the catalog changes.
+	OnChange func()
+}
+
+// Start connects to every enabled server concurrently, in the background, reporting through
+// h. Servers that fail are retried with back-off until Close. Call it once.
+func (p *Pool) Start(h Hooks) {
+	p.onChange = h.OnChange
 	for _, s := range p.servers {
+		// Before the supervisor starts, so that it and the connections it makes see it.
+		s.shared.client = h.Client
 		if s.cfg.Disabled {
 			continue
 		}

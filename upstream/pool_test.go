@@ -90,7 +90,6 @@ func TestPoolRetriesAndRelists(t *testing.T) {
 		{Name: "off", Prefix: "off", Disabled: true},
 	}, Options{
 		RetryMin: time.Millisecond, RetryMax: 2 * time.Millisecond,
-		OnChange: func() { changes.Add(1) },
 		Dial: func(_ context.Context, srv config.Server, stderr *Tail, n Notify, _ Peer) (Conn, Info, error) {
 			if attempts.Add(1) < 3 {
 				fmt.Fprintf(stderr, "attempt failed\n")
@@ -101,7 +100,7 @@ func TestPoolRetriesAndRelists(t *testing.T) {
 		},
 	})
 	defer pool.Close()
-	pool.Start()
+	pool.Start(Hooks{OnChange: func() { changes.Add(1) }})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if pending := pool.WaitStarted(ctx); len(pending) != 0 {
@@ -179,7 +178,7 @@ func TestPoolCall(t *testing.T) {
 		},
 	})
 	defer pool.Close()
-	pool.Start()
+	pool.Start(Hooks{})
 	waitFor(t, "connection", func() bool { return len(pool.Catalog().Tools) == 2 })
 
 	var got []string
@@ -214,7 +213,7 @@ func TestPoolCallTimeout(t *testing.T) {
 		},
 	})
 	defer pool.Close()
-	pool.Start()
+	pool.Start(Hooks{})
 	waitFor(t, "connection", func() bool { return len(pool.Catalog().Tools) == 1 })
 	_, err := pool.Call(context.Background(), "s__hang", nil, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), `upstream "s": calling hang: no answer within 20ms`) {
@@ -281,7 +280,7 @@ func scriptedServerPool(t *testing.T, srv config.Server, opts Options, dial func
 	}
 	pool := NewPool([]config.Server{srv}, opts)
 	t.Cleanup(func() { pool.Close() })
-	pool.Start()
+	pool.Start(Hooks{})
 	return pool
 }
 
@@ -439,7 +438,7 @@ func TestStartsAreBounded(t *testing.T) {
 		},
 	})
 	defer pool.Close()
-	pool.Start()
+	pool.Start(Hooks{})
 	waitFor(t, "every server", func() bool { return len(pool.Catalog().Tools) == 12 })
 	if m := most.Load(); m > 3 || m < 2 {
 		t.Errorf("%d servers started at once, want at most 3 (and more than 1)", m)
@@ -463,7 +462,7 @@ func TestCachedServerStartsLaterUnlessCalled(t *testing.T) {
 		},
 	})
 	defer pool.Close()
-	pool.Start()
+	pool.Start(Hooks{})
 	time.Sleep(20 * time.Millisecond)
 	if n := dials.Load(); n != 0 {
 		t.Fatalf("%d dials before the delay or a call", n)
@@ -588,7 +587,7 @@ func TestHTTPStartsAreNotHeldBack(t *testing.T) {
 		},
 	})
 	defer pool.Close()
-	pool.Start()
+	pool.Start(Hooks{})
 	waitFor(t, "every HTTP server", func() bool { return len(pool.Catalog().Tools) == 3 })
 }
 
@@ -640,7 +639,7 @@ func TestCatalogHasEveryServerAfterConcurrentConnects(t *testing.T) {
 				return &fakeConn{tools: []json.RawMessage{rawTool("t")}}, Info{}, nil
 			},
 		})
-		pool.Start()
+		pool.Start(Hooks{})
 		close(release)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		pending := pool.WaitStarted(ctx)

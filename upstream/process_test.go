@@ -142,7 +142,7 @@ func TestCrashRestartFiftyTimes(t *testing.T) {
 	}
 	pool := NewPool([]config.Server{testServer("s")}, Options{RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond})
 	defer pool.Close()
-	pool.Start()
+	pool.Start(Hooks{})
 	ctx := context.Background()
 	waitFor(t, "first connection", func() bool { return len(pool.Catalog().Tools) == 3 })
 	for i := range 50 {
@@ -175,7 +175,7 @@ func TestCrashRestartFiftyTimes(t *testing.T) {
 func TestGrandchildrenStopWithTheServer(t *testing.T) {
 	pool := NewPool([]config.Server{testServer("s")}, Options{RetryMin: time.Millisecond})
 	defer pool.Close()
-	pool.Start()
+	pool.Start(Hooks{})
 	waitFor(t, "connection", func() bool { return len(pool.Catalog().Tools) == 3 })
 	ctx := context.Background()
 	spawn := func() int {
@@ -206,7 +206,7 @@ func TestLazyStartAndIdleStop(t *testing.T) {
 	cache := t.TempDir()
 	srv := testServer("s")
 	warm := NewPool([]config.Server{srv}, Options{CacheDir: cache})
-	warm.Start()
+	warm.Start(Hooks{})
 	waitFor(t, "first listing", func() bool { return len(warm.Catalog().Tools) == 3 })
 	warm.Close()
 	if kids := children(t); len(kids) != 0 {
@@ -216,7 +216,7 @@ func TestLazyStartAndIdleStop(t *testing.T) {
 	srv.LazyStart, srv.IdleTimeout = true, 200*time.Millisecond
 	pool := NewPool([]config.Server{srv}, Options{CacheDir: cache})
 	defer pool.Close()
-	pool.Start()
+	pool.Start(Hooks{})
 	if n := len(pool.Catalog().Tools); n != 3 {
 		t.Fatalf("lazy pool lists %d tools, want the 3 cached", n)
 	}
