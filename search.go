@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/proxy"
 	"github.com/toolsift/toolsift/search"
 	"github.com/toolsift/toolsift/upstream"
@@ -40,13 +39,6 @@ func (c *catalogFlags) index(ctx context.Context, stderr io.Writer) (*search.Ind
 	if c.config != "" && len(c.tools) > 0 {
 		return nil, fmt.Errorf("%w: give either --config FILE (search your servers) or --tools FILE... (search tools/list JSON files), not both", errUsage)
 	}
-	if c.config == "" && len(c.tools) == 0 {
-		file, err := findConfig("")
-		if err != nil {
-			return nil, fmt.Errorf("%w; or search tools/list JSON files with --tools FILE", err)
-		}
-		c.config = file
-	}
 	if len(c.tools) > 0 {
 		var all []upstream.Tool
 		for _, f := range c.tools {
@@ -58,7 +50,10 @@ func (c *catalogFlags) index(ctx context.Context, stderr io.Writer) (*search.Ind
 		}
 		return proxy.NewIndex(upstream.NewCatalog(all)), nil
 	}
-	cfg, err := config.Load(c.config, nil)
+	cfg, err := loadConfig(c.config)
+	if c.config == "" && err != nil {
+		return nil, fmt.Errorf("%w; or search tools/list JSON files with --tools FILE", err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -40,11 +40,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	slog.SetDefault(log) // mcp-go's transports log through the default logger
 
-	file, err := findConfig(*configFile)
-	if err != nil {
-		return err
-	}
-	cfg, err := config.Load(file, nil)
+	cfg, err := loadConfig(*configFile)
 	if err != nil {
 		return err
 	}
@@ -56,7 +52,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if addr := cmp.Or(*listen, cfg.HTTP.Listen); addr != "" {
 		return serveHTTP(ctx, srv, cfg.HTTP, addr, log)
 	}
-	log.Info("serving on stdio", "config", file, "servers", len(cfg.Servers))
+	log.Info("serving on stdio", "config", cfg.File, "servers", len(cfg.Servers))
 	if isTerminal(stdin) {
 		fmt.Fprintln(stderr, "toolsift speaks MCP on stdin and stdout, for an MCP client to start; press Ctrl-D to stop. To check your servers, run: toolsift status")
 	}
@@ -98,6 +94,15 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, addr str
 	err = errors.Join(closeStreams(sctx), hs.Shutdown(sctx))
 	<-served
 	return err
+}
+
+// loadConfig loads the configuration file findConfig finds.
+func loadConfig(named string) (*config.Config, error) {
+	file, err := findConfig(named)
+	if err != nil {
+		return nil, err
+	}
+	return config.Load(file, nil)
 }
 
 // findConfig returns the configuration file to use: the one named, or the first that exists

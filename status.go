@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -27,11 +26,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(rest) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q; status takes only flags", errUsage, rest[0])
 	}
-	file, err := findConfig(*configFile)
-	if err != nil {
-		return err
-	}
-	cfg, err := config.Load(file, nil)
+	cfg, err := loadConfig(*configFile)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/internal/mcptest"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -100,7 +101,7 @@ func TestLoadAndIsolation(t *testing.T) {
 			mine := fmt.Sprintf("up__tool_%03d", i)
 			for j := range calls {
 				res, err := callTool(c, "call_tool", map[string]any{"name": mine, "arguments": map[string]any{"n": j}})
-				if err != nil || res.IsError || !strings.Contains(text(res), fmt.Sprintf(`{"n":%d}`, j)) {
+				if err != nil || res.IsError || !strings.Contains(mcptest.Text(res), fmt.Sprintf(`{"n":%d}`, j)) {
 					errs <- fmt.Errorf("session %d call %d: %v %v", i, j, err, res)
 					return
 				}

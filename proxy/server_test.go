@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/internal/mcptest"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -133,25 +134,7 @@ func (c *httpClient) names(t *testing.T) []string {
 }
 
 func (c *httpClient) call(t *testing.T, name string, args any) *mcp.CallToolResult {
-	t.Helper()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = name
-	req.Params.Arguments = args
-	res, err := c.CallTool(context.Background(), req)
-	if err != nil {
-		t.Fatalf("calling %s: %v", name, err)
-	}
-	return res
-}
-
-func text(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
+	return mcptest.Call(t, c.Client, name, args)
 }
 
 // TestSessionsOverHTTP serves two sessions from one proxy process: unlocks, notifications
@@ -169,8 +152,8 @@ func TestSessionsOverHTTP(t *testing.T) {
 		}
 	}
 	res := a.call(t, "tool_search", map[string]any{"query": "send message", "max_results": 1})
-	if res.IsError || !strings.Contains(text(res), "chat__send_message") {
-		t.Fatalf("search: %s", text(res))
+	if res.IsError || !strings.Contains(mcptest.Text(res), "chat__send_message") {
+		t.Fatalf("search: %s", mcptest.Text(res))
 	}
 	if got, want := a.names(t), append(slices.Clone(base), "chat__send_message"); !slices.Equal(got, want) {
 		t.Errorf("a's list = %q, want %q", got, want)
@@ -179,8 +162,8 @@ func TestSessionsOverHTTP(t *testing.T) {
 		t.Errorf("b sees a's unlock: %q", got)
 	}
 	res = b.call(t, "call_tool", map[string]any{"name": "gh__create_issue", "arguments": map[string]any{"x": "1"}})
-	if res.IsError || !strings.Contains(text(res), `"name":"create_issue"`) || !strings.Contains(text(res), `"arguments":{"x":"1"}`) {
-		t.Fatalf("b call_tool: %s", text(res))
+	if res.IsError || !strings.Contains(mcptest.Text(res), `"name":"create_issue"`) || !strings.Contains(mcptest.Text(res), `"arguments":{"x":"1"}`) {
+		t.Fatalf("b call_tool: %s", mcptest.Text(res))
 	}
 	if got, want := b.names(t), append(slices.Clone(base), "gh__create_issue"); !slices.Equal(got, want) {
 		t.Errorf("b's list = %q, want %q", got, want)

@@ -4,7 +4,6 @@ package tests
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolsift/toolsift/internal/mcptest"
 )
 
 var (
@@ -99,7 +100,7 @@ type client struct {
 	t      testing.TB
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr *bytes.Buffer
+	stderr *mcptest.Buffer
 
 	mu      sync.Mutex // guards the fields below
 	nextID  int
@@ -132,9 +133,9 @@ func startWith(t testing.TB, env []string, name string, args ...string) *client 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &client{t: t, cmd: cmd, stdin: stdin, stderr: &bytes.Buffer{},
+	c := &client{t: t, cmd: cmd, stdin: stdin, stderr: &mcptest.Buffer{},
 		waiting: map[string]chan message{}, noteCh: make(chan struct{}), done: make(chan struct{})}
-	cmd.Stderr = &lockedWriter{w: c.stderr}
+	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -157,23 +158,7 @@ func startWith(t testing.TB, env []string, name string, args ...string) *client 
 	return c
 }
 
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (c *client) Stderr() string {
-	w := c.cmd.Stderr.(*lockedWriter)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return c.stderr.String()
-}
+func (c *client) Stderr() string { return c.stderr.String() }
 
 func (c *client) read(r io.Reader) {
 	defer close(c.done)

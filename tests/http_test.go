@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/toolsift/toolsift/internal/mcptest"
 )
 
 var urlLog = regexp.MustCompile(`url=(http://\S+)/mcp`)
@@ -43,17 +43,13 @@ func serveHTTPLogs(t *testing.T, yaml string, args ...string) (string, func() st
 func serveHTTPEnv(t *testing.T, env []string, cfg string, args ...string) (string, func() string) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--config", cfg, "--listen", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
-	stderr := &lockedWriter{w: &bytes.Buffer{}}
+	stderr := &mcptest.Buffer{}
 	cmd.Stderr = stderr
 	cmd.Env = env
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	logs := func() string {
-		stderr.mu.Lock()
-		defer stderr.mu.Unlock()
-		return stderr.w.(*bytes.Buffer).String()
-	}
+	logs := stderr.String
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("toolsift stderr:\n%s", logs())
@@ -133,24 +129,7 @@ func (s *httpSession) names(t *testing.T) []string {
 }
 
 func (s *httpSession) call(t *testing.T, name string, args map[string]any) *mcp.CallToolResult {
-	t.Helper()
-	req := mcp.CallToolRequest{}
-	req.Params.Name, req.Params.Arguments = name, args
-	res, err := s.CallTool(context.Background(), req)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return res
-}
-
-func resultText(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
+	return mcptest.Call(t, s.Client, name, args)
 }
 
 // TestHTTPSessionsAreIsolated serves two HTTP sessions from one toolsift: each unlocks its
@@ -175,8 +154,8 @@ func TestHTTPSessionsAreIsolated(t *testing.T) {
 	}
 	baseA, baseB := counts()
 	res := a.call(t, "tool_search", map[string]any{"query": "create issue", "max_results": 1})
-	if res.IsError || !strings.Contains(resultText(res), "github__create_issue") {
-		t.Fatalf("search: %s", resultText(res))
+	if res.IsError || !strings.Contains(mcptest.Text(res), "github__create_issue") {
+		t.Fatalf("search: %s", mcptest.Text(res))
 	}
 	if nA, _ := counts(); nA == baseA {
 		t.Error("a got no list_changed over its POST stream")
@@ -188,8 +167,8 @@ func TestHTTPSessionsAreIsolated(t *testing.T) {
 		t.Errorf("b sees a's unlock: %q", got)
 	}
 	res = b.call(t, "call_tool", map[string]any{"name": "github__get_issue", "arguments": map[string]any{"owner": "o", "repo": "r", "issue_number": 1}})
-	if res.IsError || !strings.Contains(resultText(res), `"tool":"get_issue"`) {
-		t.Fatalf("b call_tool: %s", resultText(res))
+	if res.IsError || !strings.Contains(mcptest.Text(res), `"tool":"get_issue"`) {
+		t.Fatalf("b call_tool: %s", mcptest.Text(res))
 	}
 	if got := a.names(t); slices.Contains(got, "github__get_issue") {
 		t.Errorf("a sees b's unlock: %q", got)
@@ -331,7 +310,7 @@ func TestHTTPLegacySSE(t *testing.T) {
 	call.Params.Name = "call_tool"
 	call.Params.Arguments = map[string]any{"name": "github__echo", "arguments": map[string]any{"message": "over sse"}}
 	res, err := c.CallTool(context.Background(), call)
-	if err != nil || res.IsError || !strings.Contains(resultText(res), "over sse") {
+	if err != nil || res.IsError || !strings.Contains(mcptest.Text(res), "over sse") {
 		t.Fatalf("call over SSE: %v %+v", err, res)
 	}
 }
@@ -365,7 +344,7 @@ func TestHTTPListChangedIsNeverLost(t *testing.T) {
 	for i := range n {
 		res := s.call(t, "call_tool", map[string]any{"name": fmt.Sprintf("many__tool_%04d", i)})
 		if res.IsError {
-			t.Fatalf("call %d: %s", i, resultText(res))
+			t.Fatalf("call %d: %s", i, mcptest.Text(res))
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -429,7 +408,7 @@ func TestHTTPForwardsLogsSamplingAndElicitation(t *testing.T) {
 		if err != nil || res.IsError {
 			t.Fatalf("%s: %v %+v", name, err, res)
 		}
-		return resultText(res)
+		return mcptest.Text(res)
 	}
 	call("test_tool_with_logging", map[string]any{})
 	deadline := time.Now().Add(5 * time.Second)

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/internal/mcptest"
 )
 
 // fakeConn is an in-memory server. The same one is returned by every dial in most tests,
@@ -364,7 +364,7 @@ func TestUnansweringServerIsRestarted(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var dials atomic.Int32
-			var logs lockedBuffer
+			var logs mcptest.Buffer
 			pool := scriptedPool(t, Options{RetryMin: time.Millisecond, PingTimeout: 20 * time.Millisecond, CallTimeout: 20 * time.Millisecond,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))},
 				func(int) (Conn, error) {
@@ -395,23 +395,6 @@ func TestUnansweringServerIsRestarted(t *testing.T) {
 			}
 		})
 	}
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestStartsAreBounded: no more than MaxStarting stdio servers start at once, and all of
