@@ -517,3 +517,12 @@ func TestDirectoryListsServersWithKnownTools(t *testing.T) {
 		t.Errorf("disabled server listed:\n%s", desc)
 	}
 }
+
+// TestMetaToolNamesAreReserved: upstream tools are kept off the meta-tools' names.
+func TestMetaToolNamesAreReserved(t *testing.T) {
+	for _, name := range []string{SearchTool, CallTool} {
+		if !slices.Contains(upstream.Reserved, name) {
+			t.Errorf("upstream.Reserved = %q, want it to hold %q", upstream.Reserved, name)
+		}
+	}
+}

@@ -12,7 +12,7 @@ import (
 
 // Names of the meta-tools.
 const (
-	SearchTool = "tool_search"
+	SearchTool = "tool_search" // upstream.Reserved keeps upstream tools off these names
 	CallTool   = "call_tool"
 )
 

@@ -229,6 +229,10 @@ func TestHTTPSecurityAndSessions(t *testing.T) {
 		{"allowed origin", with(map[string]string{"Origin": "https://app.example.com"}), initBody, http.StatusOK},
 		{"localhost origin", with(map[string]string{"Origin": "http://localhost:3000"}), initBody, http.StatusOK},
 		{"token", auth, initBody, http.StatusOK},
+		{"scheme in lower case", map[string]string{"Authorization": "bearer " + token}, initBody, http.StatusOK}, // RFC 9110: case-insensitive
+		{"scheme in upper case", map[string]string{"Authorization": "BEARER " + token}, initBody, http.StatusOK},
+		{"scheme only", map[string]string{"Authorization": "Bearer"}, initBody, http.StatusUnauthorized},
+		{"token only", map[string]string{"Authorization": token}, initBody, http.StatusUnauthorized},
 	}
 	for _, tt := range tests {
 		resp := post(t, url+"/mcp", tt.headers, tt.body)

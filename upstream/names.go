@@ -3,6 +3,7 @@ package upstream
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 )
 
@@ -10,16 +11,21 @@ import (
 // ^[a-zA-Z0-9_-]{1,64}$.
 const MaxNameLen = 64
 
+// Reserved are the names of toolsift's own tools, which no upstream tool may take: a server
+// with an empty prefix could otherwise offer a second tool_search.
+var Reserved = []string{"tool_search", "call_tool"}
+
 // ExposedName returns the name a client sees for tool of a server with the given prefix:
-// prefix__tool, or tool alone for an empty prefix. A name that is too long or uses characters
-// outside [A-Za-z0-9_-] is rewritten to a readable stem and a short hash of the original, so
-// the same tool always gets the same name and two tools never share one by accident.
+// prefix__tool, or tool alone for an empty prefix. A name that is too long, uses characters
+// outside [A-Za-z0-9_-] or is Reserved is rewritten to a readable stem and a short hash of the
+// original, so the same tool always gets the same name and two tools never share one by
+// accident.
 func ExposedName(prefix, tool string) string {
 	name := tool
 	if prefix != "" {
 		name = prefix + "__" + tool
 	}
-	if name != "" && len(name) <= MaxNameLen && legal(name) {
+	if name != "" && len(name) <= MaxNameLen && legal(name) && !slices.Contains(Reserved, name) {
 		return name
 	}
 	return hashed(name)

@@ -49,4 +49,13 @@ func TestExposedName(t *testing.T) {
 	if got := ExposedName("azure", "storage.blob.list"); !strings.HasPrefix(got, "azure__storage_blob_list_") {
 		t.Errorf("stem not readable: %q", got)
 	}
+	// toolsift's own tool names are never an upstream tool's, even with an empty prefix.
+	for _, name := range Reserved {
+		if got := ExposedName("", name); got == name || !strings.HasPrefix(got, name+"_") {
+			t.Errorf("ExposedName(\"\", %q) = %q, want it renamed", name, got)
+		}
+		if got := ExposedName("p", name); got != "p__"+name {
+			t.Errorf("ExposedName(\"p\", %q) = %q: only the bare name is reserved", name, got)
+		}
+	}
 }
