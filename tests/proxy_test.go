@@ -431,6 +431,45 @@ func TestProgressReachesTheCaller(t *testing.T) {
 	}
 }
 
+// TestProgressCannotBeGuessed: a server reporting progress on tokens it guesses, while a call
+// to another server is in flight, reaches no other call: tokens sent upstream are random, and
+// a server's progress is routed only to calls to that server.
+func TestProgressCannotBeGuessed(t *testing.T) {
+	c := proxy(t, "mcpServers:"+githubFixture(t, "")+fmt.Sprintf("  hostile:\n    command: %q\n    args: [--guess-progress, \"100\"]\n", fixtureBin))
+	c.search("select:github__progress,hostile__progress", 2)
+	honest := make(chan error, 1)
+	go func() {
+		_, err := c.tryRequest("tools/call", map[string]any{
+			"name": "github__progress", "arguments": map[string]any{"steps": 20},
+			"_meta": map[string]any{"progressToken": "honest"},
+		}, 30*time.Second)
+		honest <- err
+	}()
+	c.waitNotification("notifications/progress", 1, 5*time.Second) // the honest call is in flight
+	c.request("tools/call", map[string]any{
+		"name": "hostile__progress", "arguments": map[string]any{"steps": 1},
+		"_meta": map[string]any{"progressToken": "hostile"},
+	})
+	if err := <-honest; err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, n := range c.received("notifications/progress") {
+		var p struct {
+			Token   any    `json:"progressToken"`
+			Message string `json:"message"`
+		}
+		json.Unmarshal(n.Params, &p)
+		if p.Message != "" {
+			t.Errorf("progress reached the client from a guessed token: %s", n.Params)
+		}
+		got[fmt.Sprint(p.Token)]++
+	}
+	if got["honest"] != 20 || got["hostile"] != 1 || len(got) != 2 {
+		t.Errorf("progress notifications by token = %v, want honest 20 and hostile 1", got)
+	}
+}
+
 func TestHTTPAndSSEUpstreams(t *testing.T) {
 	addr := startHTTPFixture(t)
 	c := proxy(t, fmt.Sprintf(`mcpServers:

@@ -89,7 +89,6 @@ type Pool struct {
 	opts     Options
 	servers  []*server // in configuration order
 	byName   map[string]*server
-	progress *progressRouter // shared with the servers
 
 	ctx    context.Context // the servers' supervisors run under it; Close cancels it
 	cancel context.CancelFunc
@@ -135,7 +134,7 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 	if opts.PingTimeout == 0 {
 		opts.PingTimeout = 5 * time.Second
 	}
-	p := &Pool{opts: opts, byName: map[string]*server{}, progress: &progressRouter{}}
+	p := &Pool{opts: opts, byName: map[string]*server{}}
 	sh := shared{
 		dial:             opts.Dial,
 		cacheDir:         opts.CacheDir,
@@ -145,7 +144,6 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 		cachedStartDelay: opts.CachedStartDelay,
 		starting:         make(chan struct{}, opts.MaxStarting),
 		rebuild:          p.rebuild,
-		progress:         p.progress,
 	}
 	for _, cfg := range servers {
 		s := newServer(cfg, opts, sh)
@@ -305,7 +303,7 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 		params["arguments"] = json.RawMessage("{}")
 	}
 	if progress != nil && token != nil {
-		tok, remove := p.progress.add(token, progress)
+		tok, remove := s.progress.add(token, progress)
 		defer remove()
 		params["_meta"] = map[string]any{"progressToken": tok}
 	}

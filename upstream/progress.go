@@ -1,25 +1,25 @@
 package upstream
 
 import (
+	"crypto/rand"
 	"encoding/json"
-	"fmt"
 	"sync"
-	"sync/atomic"
 )
 
-// progressRouter routes the progress notifications servers send to the calls that asked for
-// them. Calls come and go while servers notify, so its methods may be called concurrently.
+// progressRouter routes the progress notifications one server sends to the calls to it that
+// asked for them. Each server has its own, so that a server can report progress only on
+// calls it is serving, never on another server's. Calls come and go while the server
+// notifies, so its methods may be called concurrently.
 type progressRouter struct {
-	next     atomic.Int64 // numbers the tokens
-	handlers sync.Map     // token sent upstream (string) → func(params json.RawMessage)
+	handlers sync.Map // token sent upstream (string) → func(params json.RawMessage)
 }
 
 // add makes a token to send upstream in place of the caller's, and until remove is called
 // passes the params of each progress notification carrying it to progress, with the
-// caller's token restored. Tokens are made per call so that two clients' tokens can never
-// meet upstream.
+// caller's token restored. Tokens are made per call, so that two clients' tokens never meet
+// upstream, and random, so that a server cannot guess the token of a call it is not serving.
 func (r *progressRouter) add(callerToken any, progress func(json.RawMessage)) (token string, remove func()) {
-	token = fmt.Sprintf("toolsift-%d", r.next.Add(1))
+	token = "toolsift-" + rand.Text()
 	r.handlers.Store(token, func(raw json.RawMessage) {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(raw, &m) != nil {

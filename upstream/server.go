@@ -27,8 +27,6 @@ type shared struct {
 	// rebuild remakes the pool's catalog from every server's lists. A server calls it,
 	// holding no lock, after its own lists change.
 	rebuild func()
-	// progress routes the servers' progress notifications to the calls that asked for them.
-	progress *progressRouter
 }
 
 // server is one configured server and the supervisor of its connection: run (see
@@ -40,6 +38,8 @@ type server struct {
 	log    *slog.Logger
 	stderr *Tail
 	shared shared
+	// progress routes this server's progress notifications to the calls to it.
+	progress progressRouter
 	// startupTimeout and callTimeout are the server's own, or else the pool's.
 	startupTimeout time.Duration
 	callTimeout    time.Duration
@@ -195,6 +195,6 @@ func (s *server) notified(method string, params json.RawMessage) {
 			s.shared.client.Log(caller, params)
 		}
 	case "notifications/progress":
-		s.shared.progress.route(params)
+		s.progress.route(params)
 	}
 }
