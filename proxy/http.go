@@ -84,8 +84,10 @@ func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, func(context.Conte
 	return g, shutdown
 }
 
-// readyz reports each upstream's state; 503 until at least one is connected or idle.
-func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+// readyz reports each upstream's state; 503 until at least one is connected or idle. Errors
+// can carry what a server printed (an API key it refused, say), so only a request the gate
+// marked (showErrors) gets them.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	type server struct {
 		Name  string `json:"name"`
 		State string `json:"state"`
@@ -98,7 +100,7 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	}
 	for _, st := range s.ups.Statuses() {
 		sv := server{Name: st.Name, State: string(st.State), Tools: st.Tools}
-		if st.Err != nil {
+		if st.Err != nil && r.Context().Value(showErrors{}) != nil {
 			sv.Error = st.Err.Error()
 		}
 		out.Ready = out.Ready || st.State.Usable()
@@ -122,12 +124,22 @@ type gate struct {
 	inFlight map[string]int
 }
 
+// showErrors marks a /readyz request that may see the servers' errors.
+type showErrors struct{}
+
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
 		http.Error(w, "Forbidden: origin "+origin+" is not allowed", http.StatusForbidden)
 		return
 	}
+	if !hostAllowed(r) {
+		http.Error(w, "Forbidden: host "+r.Host+" is not this machine", http.StatusForbidden)
+		return
+	}
 	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		if len(g.tokens) == 0 || g.authorized(r) {
+			r = r.WithContext(context.WithValue(r.Context(), showErrors{}, true))
+		}
 		g.next.ServeHTTP(w, r)
 		return
 	}
@@ -167,6 +179,25 @@ func (g *gate) authorized(r *http.Request) bool {
 		match |= subtle.ConstantTimeCompare(sum[:], t[:])
 	}
 	return match == 1
+}
+
+// hostAllowed refuses a request that reached a loopback address under another host's name:
+// a web page whose name was rebound to 127.0.0.1 (DNS rebinding). mcp-go checks this for
+// /mcp alone; the gate checks it for every path.
+func hostAllowed(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return true
+	}
+	ip, _, err := net.SplitHostPort(local.String())
+	if err != nil || !IsLoopback(ip) {
+		return true
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return IsLoopback(strings.Trim(host, "[]"))
 }
 
 // originAllowed admits localhost origins and the configured ones.

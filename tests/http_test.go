@@ -493,3 +493,49 @@ func TestReadyz(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestReadyzKeepsSecrets: a failed server's error can quote what it printed (here an API
+// key it refused), so /readyz shows errors only to a request with a token, and no path
+// answers a request that names another host (a DNS-rebinding page).
+func TestReadyzKeepsSecrets(t *testing.T) {
+	const token = "readyz-token-0123456789"
+	url := serveHTTP(t, fmt.Sprintf("auth: {tokens: [%q]}\nmcpServers:%s  broken:\n    command: %q\n    args: [--fail, \"invalid API key sk-live-SECRET\"]\n", token, githubFixture(t, ""), fixtureBin))
+	get := func(path string, headers map[string]string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, url+path, nil)
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		if h := headers["Host"]; h != "" {
+			req.Host = h
+		}
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, body := get("/readyz", map[string]string{"Authorization": "Bearer " + token})
+		if strings.Contains(body, "sk-live-SECRET") && strings.Contains(body, `"state":"connected"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz with the token never showed the failed server's error: %s", body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, body := get("/readyz", nil); code != http.StatusOK || strings.Contains(body, "sk-live") || !strings.Contains(body, `"name":"broken","state":"failed"`) {
+		t.Errorf("/readyz without a token = %d %s, want states and no errors", code, body)
+	}
+	for _, path := range []string{"/readyz", "/healthz", "/mcp"} {
+		if code, body := get(path, map[string]string{"Host": "attacker.example", "Authorization": "Bearer " + token}); code != http.StatusForbidden {
+			t.Errorf("%s with Host attacker.example = %d %s, want 403", path, code, body)
+		}
+	}
+	if code, _ := get("/healthz", map[string]string{"Host": "localhost"}); code != http.StatusOK {
+		t.Errorf("/healthz with Host localhost = %d, want 200", code)
+	}
+}
