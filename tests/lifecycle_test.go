@@ -3,7 +3,9 @@ package tests
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -319,4 +321,32 @@ func TestSSEUpstreamReconnects(t *testing.T) {
 		res, _ := c.call("legacy__echo", map[string]any{"n": 2})
 		return !res.IsError
 	})
+}
+
+// TestServerDiesWithToolsift: a server that ignores the end of its stdin must not outlive a
+// toolsift killed with SIGKILL, which can stop nothing itself.
+func TestServerDiesWithToolsift(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux kills a child when its parent dies")
+	}
+	// sleep never reads stdin, so it would run its 300 s as an orphan.
+	cmd := exec.Command(bin, "--config", config(t, "mcpServers:\n  deaf:\n    command: sleep\n    args: [\"300\"]\n"))
+	cmd.Env = isolatedEnv(t)
+	stdin, _ := cmd.StdinPipe() // held open: toolsift serves until it is killed
+	defer stdin.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	eventually(t, 10*time.Second, "toolsift to start the server", func() bool {
+		kids := childrenOf(t, cmd.Process.Pid)
+		if len(kids) == 1 {
+			child = kids[0]
+		}
+		return child != 0 && running(child)
+	})
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) }) // so that a failure leaves nothing behind
+	cmd.Process.Kill()
+	cmd.Wait()
+	eventually(t, 5*time.Second, fmt.Sprintf("server %d to die with toolsift", child), func() bool { return !running(child) })
 }

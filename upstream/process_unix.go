@@ -12,9 +12,11 @@ const (
 	sigKill = syscall.SIGKILL
 )
 
-// ownGroup puts the child in a process group of its own, led by it.
+// ownGroup puts the child in a process group of its own, led by it, and, where the system
+// can, has it killed when toolsift dies without stopping it (kill -9).
 func ownGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 }
 
 // signalGroup sends sig to the child's process group. A group outlives its leader while
