@@ -69,6 +69,9 @@ type Options struct {
 	// PingTimeout bounds the ping that checks a server after a call to it timed out; one
 	// that does not answer is restarted. 0 means 5s.
 	PingTimeout time.Duration
+	// RelistInterval is the least time between two re-lists of one server, however often it
+	// says its lists changed; what it says meanwhile is taken up by the next. 0 means 500ms.
+	RelistInterval time.Duration
 	// MaxStarting bounds how many stdio servers start at once; 0 means 8. Forty npx
 	// servers started together compete for CPU and memory, and none is ready sooner for
 	// it; HTTP and SSE servers cost nothing here to connect and are not held back.
@@ -86,9 +89,9 @@ type Options struct {
 // Pool holds one connection per enabled server and the catalog of their tools.
 type Pool struct {
 	// Fixed at creation.
-	opts     Options
-	servers  []*server // in configuration order
-	byName   map[string]*server
+	opts    Options
+	servers []*server // in configuration order
+	byName  map[string]*server
 
 	ctx    context.Context // the servers' supervisors run under it; Close cancels it
 	cancel context.CancelFunc
@@ -134,6 +137,9 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 	if opts.PingTimeout == 0 {
 		opts.PingTimeout = 5 * time.Second
 	}
+	if opts.RelistInterval == 0 {
+		opts.RelistInterval = 500 * time.Millisecond
+	}
 	p := &Pool{opts: opts, byName: map[string]*server{}}
 	sh := shared{
 		dial:             opts.Dial,
@@ -141,6 +147,7 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 		retryMin:         opts.RetryMin,
 		retryMax:         opts.RetryMax,
 		pingTimeout:      opts.PingTimeout,
+		relistInterval:   opts.RelistInterval,
 		cachedStartDelay: opts.CachedStartDelay,
 		starting:         make(chan struct{}, opts.MaxStarting),
 		rebuild:          p.rebuild,

@@ -25,6 +25,7 @@ type fakeConn struct {
 	closed bool
 	lost   chan struct{}
 	call   func(params json.RawMessage) (json.RawMessage, error)
+	onList func() // if set, called on each tools/list
 }
 
 func (f *fakeConn) Lost() <-chan struct{} {
@@ -41,6 +42,9 @@ func (f *fakeConn) Err() error { return nil }
 func (f *fakeConn) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	switch method {
 	case "tools/list":
+		if f.onList != nil {
+			f.onList()
+		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return json.Marshal(map[string]any{"tools": slices.Clone(f.tools)})
@@ -632,5 +636,37 @@ func TestCatalogHasEveryServerAfterConcurrentConnects(t *testing.T) {
 		if len(pending) > 0 || got != len(servers) {
 			t.Fatalf("after every server connected: %d tools in the catalog, want %d (pending %v)", got, len(servers), pending)
 		}
+	}
+}
+
+// TestRelistFloodIsRateLimited: a server announcing list changes without end is re-listed
+// at most once per RelistInterval, and its last change is still picked up.
+func TestRelistFloodIsRateLimited(t *testing.T) {
+	var lists atomic.Int32
+	conn := &fakeConn{tools: []json.RawMessage{rawTool("a")}, onList: func() { lists.Add(1) }}
+	var notify atomic.Value
+	pool := NewPool([]config.Server{{Name: "s", Prefix: "s"}}, Options{
+		RelistInterval: 100 * time.Millisecond,
+		Dial: func(_ context.Context, _ config.Server, _ *Tail, n Notify, _ Peer) (Conn, Info, error) {
+			notify.Store(n)
+			return conn, Info{}, nil
+		},
+	})
+	defer pool.Close()
+	pool.Start(Hooks{})
+	waitFor(t, "connection", func() bool { return len(pool.Catalog().Tools) == 1 })
+	start, before := time.Now(), lists.Load()
+	for time.Since(start) < time.Second {
+		notify.Load().(Notify)("notifications/tools/list_changed", nil)
+		time.Sleep(100 * time.Microsecond)
+	}
+	conn.mu.Lock()
+	conn.tools = append(conn.tools, rawTool("b"))
+	conn.mu.Unlock()
+	notify.Load().(Notify)("notifications/tools/list_changed", nil)
+	waitFor(t, "the last change", func() bool { return len(pool.Catalog().Tools) == 2 })
+	// One second of announcements at 100ms apart: about 10 listings, not thousands.
+	if n := lists.Load() - before; n > 14 {
+		t.Errorf("%d listings for a second of list_changed flood, want at most 14", n)
 	}
 }

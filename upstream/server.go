@@ -21,6 +21,7 @@ type shared struct {
 	retryMin         time.Duration
 	retryMax         time.Duration
 	pingTimeout      time.Duration
+	relistInterval   time.Duration
 	cachedStartDelay time.Duration // not positive: no delay
 	// starting holds a token for each stdio connection attempt under way (see MaxStarting).
 	starting chan struct{}

@@ -210,6 +210,9 @@ func (s *server) serve(ctx context.Context) error {
 	if d := s.cfg.IdleTimeout; d > 0 {
 		idle = time.After(d)
 	}
+	// relist is nil while re-lists are held back (see RelistInterval), until relistAgain.
+	relist := s.relist
+	var relistAgain <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -241,7 +244,12 @@ func (s *server) serve(ctx context.Context) error {
 			if err != nil && !errors.As(err, &rpcErr) && ctx.Err() == nil {
 				return fmt.Errorf("stopped answering: a call timed out and ping failed: %w", err)
 			}
-		case <-s.relist:
+		case <-relistAgain:
+			relist, relistAgain = s.relist, nil
+		case <-relist:
+			// A server that says its lists changed without end (one was seen to say it every
+			// millisecond) costs a listing, a log line and a cache write each time.
+			relist, relistAgain = nil, time.After(s.shared.relistInterval)
 			listing, cancel := context.WithTimeout(ctx, s.startupTimeout)
 			tools, raws, err := s.list(listing, conn)
 			prompts, resources := s.listPrompts(listing, conn, info), s.listResources(listing, conn, info)
