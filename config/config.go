@@ -35,6 +35,9 @@ type Config struct {
 	// Defaults holds the top-level lazyStart, idleTimeout, startupTimeout and callTimeout,
 	// already applied to Servers.
 	Defaults Defaults
+	// MaxCalls is how many tool calls one client session may have in flight at once; 0
+	// means the default (proxy.Options.MaxCalls).
+	MaxCalls int
 }
 
 // HTTP configures the streamable HTTP front end.
@@ -195,6 +198,8 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 			cfg.Defaults.StartupTimeout = p.duration(val, at)
 		case "callTimeout":
 			cfg.Defaults.CallTimeout = p.duration(val, at)
+		case "maxCalls":
+			cfg.MaxCalls = p.positive(val, at)
 		default:
 			p.unknownKey(val, at, key, topKeys)
 		}
@@ -434,6 +439,15 @@ func (p *parser) duration(n *yaml.Node, at string) time.Duration {
 		return 0
 	}
 	return d
+}
+
+func (p *parser) positive(n *yaml.Node, at string) int {
+	var v int
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&v) != nil || v < 1 {
+		p.errorf(n, at, "%q is not a positive whole number", n.Value)
+		return 0
+	}
+	return v
 }
 
 func (p *parser) bool(n *yaml.Node, at string) bool {

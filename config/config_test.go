@@ -291,3 +291,15 @@ func TestParseErrorsSayNoMore(t *testing.T) {
 		t.Errorf("a server with neither command nor url and no typo: %v", err)
 	}
 }
+
+func TestMaxCalls(t *testing.T) {
+	cfg, err := Parse("c.yaml", []byte("maxCalls: 7\nmcpServers: {}\n"), env(nil))
+	if err != nil || cfg.MaxCalls != 7 {
+		t.Fatalf("maxCalls: 7 = %+v, %v", cfg, err)
+	}
+	for _, bad := range []string{"0", "-1", "2.5", "lots", "[1]"} {
+		if _, err := Parse("c.yaml", []byte("maxCalls: "+bad+"\nmcpServers: {}\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "c.yaml:1: maxCalls: ") {
+			t.Errorf("maxCalls: %s = %v, want an error naming the key", bad, err)
+		}
+	}
+}

@@ -162,6 +162,11 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		// every transport.
 		_ = s.mcp.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), m)
 	}
+	if !sess.enterCall(s.opts.MaxCalls) {
+		s.log.Warn("tool call refused", "session", sess.id, "tool", t.Exposed, "upstream", t.Server, "max_calls", s.opts.MaxCalls)
+		return errorResult("too many calls in flight in this session: %d, the limit (maxCalls in toolsift's config). Wait for one to finish, then call %s again.", s.opts.MaxCalls, t.Exposed), nil
+	}
+	defer sess.leaveCall()
 	start := time.Now()
 	raw, err := s.ups.Call(ctx, t.Exposed, args.Arguments, token, progress)
 	if forwarded.Load() > 0 {

@@ -47,6 +47,10 @@ type Options struct {
 	// tools, for the session to re-list them; 0 means 1.5s. Clients add re-listed tools to the
 	// next model request only if the re-list finished before the result arrived (see session).
 	ListWait time.Duration
+	// MaxCalls bounds the tool calls one session may have in flight; past it a call is an
+	// isError result at once. 0 means 32. Hung calls must never starve tool_search, so over
+	// stdio mcp-go is given enough workers for MaxCalls calls and a few more.
+	MaxCalls int
 }
 
 // Server is the proxy's MCP server. Each of its mutexes guards one thing; see session for
@@ -95,6 +99,9 @@ func New(ups Upstreams, opts Options) *Server {
 	}
 	if opts.ListWait == 0 {
 		opts.ListWait = 1500 * time.Millisecond
+	}
+	if opts.MaxCalls == 0 {
+		opts.MaxCalls = 32
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
@@ -146,6 +153,9 @@ func (s *Server) MCP() *server.MCPServer { return s.mcp }
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	stdio := server.NewStdioServer(s.mcp)
 	stdio.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
+	// mcp-go runs 5 tool calls at a time by default (100 at most), and tool_search is a tool
+	// call: leave room beside MaxCalls calls for searches and refusals.
+	server.WithWorkerPoolSize(min(s.opts.MaxCalls+8, 100))(stdio)
 	// Its output passes through a responseWatcher, so the re-list handshake can wait for
 	// the tools/list response to be written (see session, step 4).
 	stdio.SetContextFunc(func(ctx context.Context) context.Context {

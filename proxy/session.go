@@ -78,6 +78,26 @@ type session struct {
 	relists bool
 	// subs holds the resource URIs the session subscribed to.
 	subs map[string]bool
+	// calls counts the session's tool calls in flight upstream (Options.MaxCalls).
+	calls int
+}
+
+// enterCall counts a call in, unless the session already has max in flight.
+func (sess *session) enterCall(max int) bool {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.calls >= max {
+		return false
+	}
+	sess.calls++
+	return true
+}
+
+// leaveCall counts a call out.
+func (sess *session) leaveCall() {
+	sess.mu.Lock()
+	sess.calls--
+	sess.mu.Unlock()
 }
 
 // session returns the state of the session with the given id, creating it on first use.

@@ -694,3 +694,23 @@ func TestUpstreamCannotTakeMetaToolNames(t *testing.T) {
 		t.Errorf("select:tool_search = %q, want the upstream's under its new name", matchNames(sr))
 	}
 }
+
+// TestHungCallsNeverStarveSearch: over stdio, with as many hung calls in flight as maxCalls
+// allows, tool_search still answers and one call more is refused at once, rather than
+// everything waiting for callTimeout behind mcp-go's five workers.
+func TestHungCallsNeverStarveSearch(t *testing.T) {
+	c := proxy(t, "maxCalls: 6\ncallTimeout: 5m\nmcpServers:"+githubFixture(t, ""))
+	c.search("select:github__hang", 1)
+	for range 6 {
+		go c.tryRequest("tools/call", map[string]any{"name": "github__hang", "arguments": map[string]any{}}, 5*time.Minute)
+	}
+	time.Sleep(time.Second) // for the six to reach the server; nothing below depends on how long they take
+	m, err := c.tryRequest("tools/call", map[string]any{"name": "tool_search", "arguments": map[string]any{"query": "create issue"}}, 20*time.Second)
+	if err != nil || !bytes.Contains(m.Result, []byte("github__create_issue")) {
+		t.Fatalf("tool_search with 6 hung calls in flight = %s, %v", m.Result, err)
+	}
+	m, err = c.tryRequest("tools/call", map[string]any{"name": "github__hang", "arguments": map[string]any{}}, 20*time.Second)
+	if err != nil || !bytes.Contains(m.Result, []byte(`"isError":true`)) || !bytes.Contains(m.Result, []byte("too many calls in flight in this session: 6")) {
+		t.Errorf("a seventh call = %s, %v; want it refused at once", m.Result, err)
+	}
+}
