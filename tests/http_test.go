@@ -539,3 +539,53 @@ func TestReadyzKeepsSecrets(t *testing.T) {
 		t.Errorf("/healthz with Host localhost = %d, want 200", code)
 	}
 }
+
+// TestSSESessionCallsAreBounded: the legacy SSE transport answers each POST /message at once
+// and runs the request behind it, so its bound is maxCalls: past it, calls are refused at
+// once rather than piling up.
+func TestSSESessionCallsAreBounded(t *testing.T) {
+	url := serveHTTP(t, "maxCalls: 4\ncallTimeout: 5m\nmcpServers:"+githubFixture(t, ""))
+	c, err := mcpclient.NewSSEMCPClient(url + "/sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // ends the hung calls
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	refused := make(chan string, 20)
+	for range 20 {
+		go func() {
+			call := mcp.CallToolRequest{}
+			call.Params.Name = "call_tool"
+			call.Params.Arguments = map[string]any{"name": "github__hang", "arguments": map[string]any{}}
+			res, err := c.CallTool(ctx, call)
+			if err == nil {
+				refused <- mcptest.Text(res)
+			}
+		}()
+	}
+	for i := range 16 {
+		select {
+		case text := <-refused:
+			if !strings.Contains(text, "too many calls in flight in this session: 4") {
+				t.Fatalf("call %d answered %q, want it refused past maxCalls", i, text)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%d of 16 calls past maxCalls refused within 20s", i)
+		}
+	}
+	select {
+	case text := <-refused:
+		t.Errorf("a call within maxCalls answered %q; it should still hang", text)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
