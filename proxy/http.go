@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -68,7 +69,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, func(context.Conte
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 
-	g := &gate{opts: opts, next: mux, inFlight: map[string]int{}}
+	g := &gate{opts: opts, next: mux, inFlight: map[string]int{}, owners: s.owners}
 	for _, t := range opts.Tokens {
 		g.tokens = append(g.tokens, sha256.Sum256([]byte(t)))
 	}
@@ -122,6 +123,99 @@ type gate struct {
 
 	mu       sync.Mutex // guards inFlight
 	inFlight map[string]int
+
+	owners *owners // shared with the Server, which forgets a session's owner when it ends
+}
+
+// sessionOf is the session a request names: streamable HTTP's Mcp-Session-Id header, or the
+// legacy SSE transport's sessionId parameter on /message.
+func sessionOf(r *http.Request) string {
+	if id := r.Header.Get(server.HeaderKeySessionID); id != "" {
+		return id
+	}
+	if r.URL.Path == "/message" {
+		return r.URL.Query().Get("sessionId")
+	}
+	return ""
+}
+
+// owners binds each HTTP session to the credential that opened it.
+type owners struct {
+	mu sync.Mutex // guards m
+	m  map[string][32]byte
+}
+
+func (o *owners) bind(id string, cred [32]byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.m[id]; !ok {
+		o.m[id] = cred
+	}
+}
+
+// allows reports whether cred may use session id: the one that opened it, or any for a
+// session whose opening was not seen (mcp-go answers an unknown one with 404).
+func (o *owners) allows(id string, cred [32]byte) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	owner, ok := o.m[id]
+	return !ok || subtle.ConstantTimeCompare(owner[:], cred[:]) == 1
+}
+
+func (o *owners) forget(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.m, id)
+}
+
+// claimer watches the response to a request that opens a session for the session's ID: the
+// Mcp-Session-Id header of streamable HTTP, or the endpoint event of the legacy SSE stream
+// ("data: /message?sessionId=ID").
+type claimer struct {
+	http.ResponseWriter
+	claim func(id string)
+	done  bool
+}
+
+func (c *claimer) WriteHeader(code int) {
+	c.fromHeader()
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *claimer) Write(p []byte) (int, error) {
+	c.fromHeader()
+	if !c.done {
+		if _, rest, ok := bytes.Cut(p, []byte("sessionId=")); ok {
+			end := bytes.IndexFunc(rest, func(r rune) bool { return !isSessionIDRune(r) })
+			if end < 0 {
+				end = len(rest)
+			}
+			c.claim(string(rest[:end]))
+			c.done = true
+		}
+	}
+	return c.ResponseWriter.Write(p)
+}
+
+func (c *claimer) fromHeader() {
+	if id := c.Header().Get(server.HeaderKeySessionID); id != "" && !c.done {
+		c.claim(id)
+		c.done = true
+	}
+}
+
+// Flush lets the SSE stream through: it must reach the client as it is written.
+func (c *claimer) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (c *claimer) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+func isSessionIDRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }
 
 // showErrors marks a /readyz request that may see the servers' errors.
@@ -148,6 +242,19 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
 		return
 	}
+	if len(g.tokens) > 0 {
+		// A session belongs to the token that opened it: its ID travels in headers and URLs
+		// and must not let another token's holder in. To them it does not exist.
+		cred := credential(r)
+		if id := sessionOf(r); id != "" {
+			if !g.owners.allows(id, cred) {
+				http.Error(w, "Not Found: no such session", http.StatusNotFound)
+				return
+			}
+		} else {
+			w = &claimer{ResponseWriter: w, claim: func(id string) { g.owners.bind(id, cred) }}
+		}
+	}
 	if r.ContentLength > g.opts.MaxBodyBytes {
 		http.Error(w, "Request body too large", http.StatusRequestEntityTooLarge)
 		return
@@ -167,13 +274,21 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.next.ServeHTTP(w, r)
 }
 
-func (g *gate) authorized(r *http.Request) bool {
+// credential is the SHA-256 of the request's bearer token; zero without one.
+func credential(r *http.Request) [32]byte {
 	// RFC 9110 §11.1: the scheme is case-insensitive.
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return [32]byte{}
+	}
+	return sha256.Sum256([]byte(strings.TrimSpace(tok)))
+}
+
+func (g *gate) authorized(r *http.Request) bool {
+	sum := credential(r)
+	if sum == ([32]byte{}) {
 		return false
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	match := 0
 	for _, t := range g.tokens {
 		match |= subtle.ConstantTimeCompare(sum[:], t[:])

@@ -64,6 +64,9 @@ type Server struct {
 
 	sessionsMu sync.Mutex // guards sessions (the map, not the sessions); taken before session.mu
 	sessions   map[string]*session
+	// owners binds HTTP sessions to the tokens that opened them (see gate); it has its own
+	// mutex.
+	owners *owners
 
 	// lists holds the tools/list responses still being written to watched sessions, for the
 	// re-list handshake (see session). It has its own mutex.
@@ -106,7 +109,7 @@ func New(ups Upstreams, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, log: opts.Logger, ups: ups, sessions: map[string]*session{}, subscribers: map[string]int{},
+	s := &Server{opts: opts, log: opts.Logger, ups: ups, sessions: map[string]*session{}, owners: &owners{m: map[string][32]byte{}}, subscribers: map[string]int{},
 		shown: ups.Catalog(), shownDirectory: searchToolDef(ups.Statuses()).Description}
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.session(cs.SessionID()) })

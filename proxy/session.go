@@ -115,6 +115,7 @@ func (s *Server) session(id string) *session {
 // endSession forgets a session's state: mcp-go unregisters a session when its client sends
 // DELETE, when it idles past the timeout, or when stdio ends.
 func (s *Server) endSession(id string) {
+	s.owners.forget(id)
 	s.sessionsMu.Lock()
 	sess := s.sessions[id]
 	delete(s.sessions, id)

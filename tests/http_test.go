@@ -589,3 +589,68 @@ func TestSSESessionCallsAreBounded(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// TestSessionBelongsToItsToken: with two tokens configured, the holder of one cannot use,
+// list or end a session the other opened, over streamable HTTP or legacy SSE.
+func TestSessionBelongsToItsToken(t *testing.T) {
+	const alice, bob = "alice-token-0123456789", "bob-token-0123456789ab"
+	url := serveHTTP(t, fmt.Sprintf("auth: {tokens: [%q, %q]}\nmcpServers:%s", alice, bob, githubFixture(t, "")))
+	as := func(token string) transport.StreamableHTTPCOption {
+		return transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token})
+	}
+	a := connectHTTP(t, url, as(alice))
+	a.call(t, "tool_search", map[string]any{"query": "select:github__create_issue"})
+	id := a.GetSessionId()
+	if id == "" {
+		t.Fatal("no session id")
+	}
+	for _, m := range []struct{ method, body string }{
+		{http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`},
+		{http.MethodDelete, ``},
+	} {
+		req, _ := http.NewRequest(m.method, url+"/mcp", strings.NewReader(m.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+bob)
+		req.Header.Set("Mcp-Session-Id", id)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != http.StatusNotFound || strings.Contains(string(b), "github__create_issue") {
+			t.Errorf("%s with another token's session = %d %s, want 404", m.method, r.StatusCode, b)
+		}
+	}
+	if got := a.names(t); !slices.Contains(got, "github__create_issue") {
+		t.Errorf("the owner's session was disturbed: %q", got)
+	}
+
+	// Legacy SSE: the session's ID is in the endpoint event.
+	c, err := mcpclient.NewSSEMCPClient(url+"/sse", transport.WithHeaders(map[string]string{"Authorization": "Bearer " + alice}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	if _, err := c.Initialize(context.Background(), init); err != nil {
+		t.Fatal(err)
+	}
+	sseID := c.GetTransport().(*transport.SSE).GetEndpoint().Query().Get("sessionId")
+	if sseID == "" {
+		t.Fatal("no SSE session id in the endpoint")
+	}
+	r := post(t, url+"/message?sessionId="+sseID, map[string]string{"Authorization": "Bearer " + bob}, `{"jsonrpc":"2.0","id":8,"method":"tools/list"}`)
+	if r.StatusCode != http.StatusNotFound {
+		t.Errorf("POST /message to another token's SSE session = %d, want 404", r.StatusCode)
+	}
+	if r := post(t, url+"/message?sessionId="+sseID, map[string]string{"Authorization": "Bearer " + alice}, `{"jsonrpc":"2.0","id":9,"method":"ping"}`); r.StatusCode/100 != 2 {
+		t.Errorf("POST /message by the owner = %d", r.StatusCode)
+	}
+}
