@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -712,5 +714,69 @@ func TestHungCallsNeverStarveSearch(t *testing.T) {
 	m, err = c.tryRequest("tools/call", map[string]any{"name": "github__hang", "arguments": map[string]any{}}, 20*time.Second)
 	if err != nil || !bytes.Contains(m.Result, []byte(`"isError":true`)) || !bytes.Contains(m.Result, []byte("too many calls in flight in this session: 6")) {
 		t.Errorf("a seventh call = %s, %v; want it refused at once", m.Result, err)
+	}
+}
+
+// TestPropertyNamesClientsRefuseAreMapped: twilio's StartTime< is shown as StartTime_lt, in
+// tools/list and in tool_search, and a call with StartTime_lt reaches twilio as StartTime<.
+func TestPropertyNamesClientsRefuseAreMapped(t *testing.T) {
+	c := proxy(t, fmt.Sprintf("mcpServers:\n  twilio:\n    command: %q\n    args: [--catalog, %q, --builtins=false]\n", fixtureBin, catalog(t, "twilio")))
+	const name = "twilio__TwilioApiV2010--ListCall"
+	sr := c.search("select:"+name, 1)
+	if len(sr.Matches) != 1 {
+		t.Fatalf("matches = %q", matchNames(sr))
+	}
+	for _, schema := range []json.RawMessage{sr.Matches[0].InputSchema, toolNamed(t, c.waitTool(name), name).InputSchema} {
+		if !bytes.Contains(schema, []byte(`"StartTime_lt":`)) || !bytes.Contains(schema, []byte(`"EndTime_gt":`)) || bytes.Contains(schema, []byte(`"StartTime<"`)) {
+			t.Errorf("schema = %s, want StartTime< and EndTime> renamed", schema)
+		}
+	}
+	res, _ := c.call(name, map[string]any{"AccountSid": "AC1", "StartTime_lt": "2026-01-01", "EndTime>": "kept as sent"})
+	var echoed struct{ Arguments map[string]string } // the fixture echoes what it got
+	json.Unmarshal([]byte(res.Text()), &echoed)
+	want := map[string]string{"AccountSid": "AC1", "StartTime<": "2026-01-01", "EndTime>": "kept as sent"}
+	if res.IsError || !maps.Equal(echoed.Arguments, want) {
+		t.Errorf("twilio got %v, want %v (StartTime_lt under its own name)", echoed.Arguments, want)
+	}
+}
+
+func toolNamed(t *testing.T, tools []Tool, name string) Tool {
+	t.Helper()
+	for _, tool := range tools {
+		if tool.Name == name {
+			return tool
+		}
+	}
+	t.Fatalf("%s not listed", name)
+	return Tool{}
+}
+
+// TestTypeScriptClientKeepsEveryTool: the official TypeScript SDK's client validates each
+// tool of a tools/list answer and refuses the whole answer over one bad schema. With gitlab's
+// (no "type": "object") and twilio's (StartTime<) tools unlocked, it still lists them all,
+// tool_search and call_tool included.
+func TestTypeScriptClientKeepsEveryTool(t *testing.T) {
+	cfg := config(t, fmt.Sprintf("mcpServers:\n  gitlab:\n    command: %q\n    args: [--catalog, %q, --builtins=false]\n  twilio:\n    command: %q\n    args: [--catalog, %q, --builtins=false]\n",
+		fixtureBin, catalog(t, "gitlab"), fixtureBin, catalog(t, "twilio")))
+	if _, err := os.Stat(filepath.Join("node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		t.Fatalf("the TypeScript SDK is missing: run `npm ci` in tests/ (.ci/run does)")
+	}
+	cmd := exec.Command("node", "tsclient.mjs", bin, cfg, "select:gitlab__create_issue,twilio__TwilioApiV2010--ListCall")
+	cmd.Env = isolatedEnv(t)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("TypeScript client: %v\n%s", err, stderr)
+	}
+	var got struct{ Before, After []string }
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := []string{"tool_search", "call_tool", "gitlab__create_issue", "twilio__TwilioApiV2010--ListCall"}
+	if !slices.Equal(got.After, want) {
+		t.Errorf("TypeScript client lists %q after the search, want %q", got.After, want)
 	}
 }

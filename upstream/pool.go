@@ -305,7 +305,7 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 	s := p.byName[t.Server]
 	params := map[string]any{"name": t.Name}
 	if len(args) > 0 {
-		params["arguments"] = args
+		params["arguments"] = renameArgs(args, t.Args)
 	} else {
 		params["arguments"] = json.RawMessage("{}")
 	}

@@ -41,6 +41,9 @@ type server struct {
 	shared shared
 	// progress routes this server's progress notifications to the calls to it.
 	progress progressRouter
+	// repairsLogged holds the tools whose schema repairs were logged, so that each is logged
+	// once. Only toolsFrom uses it, in NewPool and then in the supervisor, never at once.
+	repairsLogged map[string]bool
 	// startupTimeout and callTimeout are the server's own, or else the pool's.
 	startupTimeout time.Duration
 	callTimeout    time.Duration
@@ -90,6 +93,7 @@ func newServer(cfg config.Server, opts Options, sh shared) *server {
 		wake:           make(chan struct{}, 1),
 		state:          StateStarting,
 		changed:        make(chan struct{}),
+		repairsLogged:  map[string]bool{},
 	}
 	if cfg.Disabled {
 		s.state = StateDisabled

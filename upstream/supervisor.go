@@ -187,6 +187,10 @@ func (s *server) toolsFrom(raws []json.RawMessage) []Tool {
 			continue
 		}
 		t.Server = s.cfg.Name
+		if len(t.Repairs) > 0 && !s.repairsLogged[t.Name] {
+			s.repairsLogged[t.Name] = true
+			s.log.Info("upstream tool schema repaired", "tool", t.Name, "repairs", t.Repairs)
+		}
 		t.AlwaysLoad = t.AlwaysLoad || s.cfg.AlwaysLoaded(t.Name)
 		if o, ok := s.cfg.Tools[t.Name]; ok {
 			t.Keywords = o.Keywords

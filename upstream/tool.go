@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +32,11 @@ type Tool struct {
 	// AlwaysLoad is set when the configuration or the tool's own
 	// _meta["anthropic/alwaysLoad"] asks for it to be shown to every session.
 	AlwaysLoad bool
+	// Args maps the names of arguments that InputSchema renamed to the server's names for
+	// them; nil when none was (see repairSchema).
+	Args map[string]string
+	// Repairs says what was changed in the server's input schema so that clients take it.
+	Repairs []string
 }
 
 // ParseTool decodes one tool of a tools/list result.
@@ -60,31 +64,13 @@ func ParseTool(raw json.RawMessage) (Tool, error) {
 	if len(t.Meta) > 0 {
 		_ = json.Unmarshal(t.Meta, &meta)
 	}
+	schema, args, repairs := repairSchema(t.InputSchema)
 	return Tool{
 		Name: t.Name, Title: t.Title, Description: t.Description,
-		InputSchema: objectSchema(t.InputSchema), OutputSchema: t.OutputSchema, Annotations: t.Annotations,
+		InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
 		Meta: t.Meta, Icons: t.Icons, Execution: t.Execution,
-		AlwaysLoad: meta.AlwaysLoad,
+		AlwaysLoad: meta.AlwaysLoad, Args: args, Repairs: repairs,
 	}, nil
-}
-
-// objectSchema returns an input schema that says "type": "object", as MCP requires of one:
-// Claude Code drops a server's whole tool list over a single schema without it (gitlab's
-// lack it), which behind toolsift would take tool_search with it. A schema that says it, or
-// says another type, or is not a JSON object, is kept byte for byte.
-func objectSchema(s json.RawMessage) json.RawMessage {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(s, &fields) != nil || fields == nil {
-		return s
-	}
-	if _, ok := fields["type"]; ok {
-		return s
-	}
-	rest := bytes.TrimLeft(bytes.TrimSpace(s)[1:], " \t\r\n")
-	if rest[0] == '}' {
-		return json.RawMessage(`{"type":"object"}`)
-	}
-	return append(json.RawMessage(`{"type":"object",`), rest...)
 }
 
 // LoadTools reads a tools/list result ({"tools": [...]}) from a file, as the tools of a server
