@@ -88,6 +88,9 @@ type Server struct {
 	// CallTimeout bounds one call to the server, including any wait for the server to come
 	// back; zero means the default, 120s.
 	CallTimeout time.Duration
+	// MaxResultBytes bounds one message from a stdio server; an answer over it becomes an
+	// error naming the limit. Zero means the default, 32 MiB.
+	MaxResultBytes int
 	// StartupTimeout bounds one start of the server: connecting, initialize and the first
 	// tools/list; zero means the default, 60s (npx may download the server first).
 	StartupTimeout time.Duration
@@ -103,6 +106,7 @@ type Server struct {
 type Defaults struct {
 	CallTimeout, StartupTimeout, IdleTimeout time.Duration
 	LazyStart                                bool
+	MaxResultBytes                           int
 }
 
 // ToolOverride fixes how one upstream tool is found and described, without forking the
@@ -200,6 +204,8 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 			cfg.Defaults.CallTimeout = p.duration(val, at)
 		case "maxCalls":
 			cfg.MaxCalls = p.positive(val, at)
+		case "maxResultBytes":
+			cfg.Defaults.MaxResultBytes = p.positive(val, at)
 		default:
 			p.unknownKey(val, at, key, topKeys)
 		}
@@ -254,6 +260,9 @@ func (p *parser) applyDefaults(cfg *Config) {
 		}
 		if !p.set[at+"startupTimeout"] {
 			s.StartupTimeout = d.StartupTimeout
+		}
+		if !p.set[at+"maxResultBytes"] {
+			s.MaxResultBytes = d.MaxResultBytes
 		}
 		// Stopping an idle HTTP server would save nothing on this machine.
 		if !p.set[at+"idleTimeout"] && s.Type == TypeStdio {
@@ -325,6 +334,8 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 			s.Tools = p.toolOverrides(v, at)
 		case "callTimeout":
 			s.CallTimeout = p.duration(v, at)
+		case "maxResultBytes":
+			s.MaxResultBytes = p.positive(v, at)
 		case "startupTimeout":
 			s.StartupTimeout = p.duration(v, at)
 		case "lazyStart":

@@ -780,3 +780,34 @@ func TestTypeScriptClientKeepsEveryTool(t *testing.T) {
 		t.Errorf("TypeScript client lists %q after the search, want %q", got.After, want)
 	}
 }
+
+// TestToolTooDeepIsSkippedAlone: a tool whose schema nests past what a decoder takes costs
+// its server only that tool, with a log line naming it; a banner line on stdout is logged.
+func TestToolTooDeepIsSkippedAlone(t *testing.T) {
+	c := proxy(t, fmt.Sprintf("mcpServers:\n  odd:\n    command: %q\n    args: [--deep-tool, \"6000\", --garbage, \"odd server v1 ready\"]\n    startupTimeout: 10s\n", fixtureBin))
+	sr := c.search("select:odd__echo,odd__deep", 2)
+	if names := matchNames(sr); len(names) != 1 || names[0] != "odd__echo" || len(sr.Unavailable) > 0 {
+		t.Errorf("select:odd__echo,odd__deep = %q (unavailable %q), want odd__echo alone", names, sr.Unavailable)
+	}
+	logs := c.Stderr()
+	if !strings.Contains(logs, `msg="upstream tool skipped: nested too deep" upstream=odd tool=deep`) {
+		t.Errorf("no log line names the skipped tool:\n%s", logs)
+	}
+	if !strings.Contains(logs, "not JSON-RPC") || !strings.Contains(logs, "odd server v1 ready") {
+		t.Errorf("no log line for the banner:\n%s", logs)
+	}
+}
+
+// TestResultOverTheLimit: an answer larger than maxResultBytes is not held: the call is an
+// isError result naming the server and the limit, and the server goes on serving.
+func TestResultOverTheLimit(t *testing.T) {
+	c := proxy(t, "maxResultBytes: 100000\nmcpServers:"+githubFixture(t, ""))
+	c.search("select:github__echo", 1)
+	res, _ := c.call("github__echo", map[string]any{"message": strings.Repeat("x", 200_000)})
+	if !res.IsError || !strings.Contains(res.Text(), `upstream "github"`) || !strings.Contains(res.Text(), "over 100000 bytes, toolsift's limit (maxResultBytes)") {
+		t.Errorf("a 200 kB answer = %+v, want an error naming github and the limit", res)
+	}
+	if res, _ := c.call("github__echo", map[string]any{"message": "small"}); res.IsError || !strings.Contains(res.Text(), "small") {
+		t.Errorf("the next call = %+v, want it served", res)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
@@ -81,7 +82,8 @@ func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, 
 		if proc, err = startProcess(srv, stderr); err != nil {
 			return nil, Info{}, err
 		}
-		tr = transport.NewIO(proc.stdout, proc.stdin, nil)
+		// mcp-go's transports log through the default logger; so does the guard.
+		tr = transport.NewIO(newLineGuard(proc.stdout, srv.MaxResultBytes, slog.Default().With("upstream", srv.Name)), proc.stdin, nil)
 	case config.TypeHTTP:
 		t, err := transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaders(srv.Headers))
 		if err != nil {

@@ -1,0 +1,267 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+)
+
+// DefaultMaxMessageBytes bounds one message from a stdio server when its configuration sets
+// no maxResultBytes.
+const DefaultMaxMessageBytes = 32 << 20
+
+// maxToolDepth is the deepest a tool of a tools/list result may nest. Go's decoder gives up
+// at 10,000 levels, and with it on the whole message: one tool's absurd schema would cost
+// the server all of its tools.
+const maxToolDepth = 512
+
+// lineGuard sits between a stdio server's stdout and the JSON-RPC transport, which reads
+// one message a line. It checks each line before the transport sees it:
+//   - a line that is not JSON is logged (the transport would drop it without a word);
+//   - a message over max bytes is not held: an answer becomes an error answer naming the
+//     limit, anything else is dropped, both with a log line;
+//   - a tools/list result's tools nested deeper than maxToolDepth are taken out, each with a
+//     log line naming it, so that the server's other tools are served.
+//
+// Everything else passes byte for byte.
+type lineGuard struct {
+	r   *bufio.Reader
+	log *slog.Logger
+	max int
+
+	out []byte // what is left of the checked line to hand out
+	err error  // the reader's error, once out is spent
+}
+
+func newLineGuard(r io.Reader, max int, log *slog.Logger) *lineGuard {
+	if max <= 0 {
+		max = DefaultMaxMessageBytes
+	}
+	return &lineGuard{r: bufio.NewReaderSize(r, 64<<10), log: log, max: max}
+}
+
+func (g *lineGuard) Read(p []byte) (int, error) {
+	for len(g.out) == 0 {
+		if g.err != nil {
+			return 0, g.err
+		}
+		line, over, err := g.readLine()
+		g.err = err
+		g.out = g.check(line, over)
+	}
+	n := copy(p, g.out)
+	g.out = g.out[n:]
+	return n, nil
+}
+
+// readLine reads one line, newline included. Past max bytes it keeps only the start (where
+// a message's id is) and reports over.
+func (g *lineGuard) readLine() (line []byte, over bool, err error) {
+	for {
+		chunk, err := g.r.ReadSlice('\n')
+		if !over {
+			line = append(line, chunk...)
+			if len(line) > g.max {
+				line, over = line[:min(len(line), 4096)], true
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return line, over, err
+		}
+	}
+}
+
+// idField finds a JSON-RPC message's id near its start.
+var idField = regexp.MustCompile(`"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?[0-9]+)`)
+
+func (g *lineGuard) check(line []byte, over bool) []byte {
+	text := bytes.TrimSpace(line)
+	if len(text) == 0 {
+		return line
+	}
+	if over {
+		m := idField.FindSubmatch(text)
+		if m == nil || !bytes.Contains(text, []byte(`"result"`)) && !bytes.Contains(text, []byte(`"error"`)) {
+			g.log.Warn("upstream message dropped: too large", "max_bytes", g.max)
+			return nil
+		}
+		g.log.Warn("upstream answer too large: answered with an error", "id", string(m[1]), "max_bytes", g.max)
+		msg := fmt.Sprintf("the answer was over %d bytes, toolsift's limit (maxResultBytes)", g.max)
+		b, _ := json.Marshal(msg)
+		return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":%s}}`+"\n", m[1], b))
+	}
+	if text[0] != '{' && text[0] != '[' {
+		g.log.Warn("upstream wrote a line that is not JSON-RPC: ignored", "line", string(text[:min(len(text), 200)]))
+		return nil
+	}
+	if depth(text) <= maxToolDepth {
+		return line
+	}
+	return g.dropDeepTools(line)
+}
+
+// dropDeepTools takes out of a tools/list result the tools nested deeper than maxToolDepth.
+// A line it cannot make sense of goes on as it is.
+func (g *lineGuard) dropDeepTools(line []byte) []byte {
+	arr, elements, ok := toolsArray(line)
+	if !ok {
+		return line
+	}
+	var kept [][]byte
+	for _, el := range elements {
+		tool := line[el.start:el.end]
+		if depth(tool) <= maxToolDepth {
+			kept = append(kept, tool)
+			continue
+		}
+		g.log.Warn("upstream tool skipped: nested too deep", "tool", shallowName(tool), "max_depth", maxToolDepth)
+	}
+	var b bytes.Buffer
+	b.Write(line[:arr.start])
+	b.WriteByte('[')
+	b.Write(bytes.Join(kept, []byte(",")))
+	b.WriteByte(']')
+	b.Write(line[arr.end:])
+	return b.Bytes()
+}
+
+// shallowName is the "name" member of a JSON object too deep to decode: the objects and
+// arrays in it are skipped, not decoded. "?" if it has none.
+func shallowName(obj []byte) string {
+	d, inString, escaped, start := 0, false, false, 0
+	var prev string // the last string at the object's own level
+	for i, c := range obj {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+				if d == 1 {
+					s := obj[start : i+1]
+					if prev == `"name"` && json.Valid(s) {
+						var name string
+						_ = json.Unmarshal(s, &name)
+						return name
+					}
+					prev = string(s)
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString, start = true, i
+		case '{', '[':
+			d++
+		case '}', ']':
+			d--
+		case ',':
+			if d == 1 {
+				prev = ""
+			}
+		}
+	}
+	return "?"
+}
+
+// span is a part of a line: [start, end).
+type span struct{ start, end int }
+
+// depth is how deeply the JSON text nests objects and arrays.
+func depth(text []byte) int {
+	d, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range text {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			d++
+			deepest = max(deepest, d)
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return deepest
+}
+
+// toolsArray finds, in a JSON-RPC answer, the array of result.tools and the tool objects in
+// it, without decoding (a tool in it may nest too deeply to decode).
+func toolsArray(line []byte) (arr span, elements []span, ok bool) {
+	type frame struct {
+		object bool
+		key    string // in an object: the key whose value comes next, or came last
+		tools  bool   // this is result.tools
+	}
+	var stack []frame
+	inString, escaped, keyStart, expectKey := false, false, -1, false
+	elStart := -1
+	for i, c := range line {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+				if keyStart >= 0 {
+					stack[len(stack)-1].key = string(line[keyStart:i])
+					keyStart = -1
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+			if expectKey {
+				keyStart, expectKey = i+1, false
+			}
+		case '{', '[':
+			isTools := c == '[' && len(stack) == 2 && stack[0].key == "result" && stack[1].key == "tools"
+			if c == '{' && len(stack) > 0 && stack[len(stack)-1].tools {
+				elStart = i
+			}
+			if isTools {
+				arr.start = i
+			}
+			stack = append(stack, frame{object: c == '{', tools: isTools})
+			expectKey = c == '{'
+		case '}', ']':
+			if len(stack) == 0 {
+				return span{}, nil, false
+			}
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if top.tools {
+				arr.end = i + 1
+				return arr, elements, true
+			}
+			if c == '}' && len(stack) > 0 && stack[len(stack)-1].tools && elStart >= 0 {
+				elements = append(elements, span{elStart, i + 1})
+				elStart = -1
+			}
+		case ',':
+			if len(stack) > 0 && stack[len(stack)-1].object {
+				expectKey = true
+			}
+		}
+	}
+	return span{}, nil, false
+}

@@ -1,0 +1,88 @@
+package upstream
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/toolsift/toolsift/internal/mcptest"
+)
+
+func deepSchema(levels int) string {
+	return strings.Repeat(`{"type":"object","properties":{"a":`, levels) + `{}` + strings.Repeat(`}}`, levels)
+}
+
+func TestLineGuard(t *testing.T) {
+	fine := `{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"fine","inputSchema":{"type":"object","description":"[[{{ not nesting }}]]"}}]}}` + "\n"
+	deep := `{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"deep","inputSchema":` + deepSchema(600) + `},{"name":"b","inputSchema":{}}],"nextCursor":"x"}}` + "\n"
+	big := `{"jsonrpc":"2.0","id":"r-7","result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 200<<10) + `"}]}}` + "\n"
+	bigNote := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("x", 200<<10) + `"}}` + "\n"
+	tests := []struct {
+		name, in, want, log string
+	}{
+		{"passes byte for byte", fine, fine, ""},
+		{"blank line", "\n", "\n", ""},
+		{"not JSON", "npm WARN deprecated something\n" + fine, fine, "not JSON-RPC"},
+		{"a tool nested too deep", deep,
+			`{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","inputSchema":{}}],"nextCursor":"x"}}` + "\n",
+			"tool=deep"},
+		{"an answer over the limit", big, `{"jsonrpc":"2.0","id":"r-7","error":{"code":-32603,"message":"the answer was over 102400 bytes, toolsift's limit (maxResultBytes)"}}` + "\n", "too large"},
+		{"a notification over the limit", bigNote + fine, fine, "dropped: too large"},
+		{"last line without newline", `{"jsonrpc":"2.0","id":9,"result":{}}`, `{"jsonrpc":"2.0","id":9,"result":{}}`, ""},
+	}
+	for _, tt := range tests {
+		var logs mcptest.Buffer
+		g := newLineGuard(strings.NewReader(tt.in), 100<<10, slog.New(slog.NewTextHandler(&logs, nil)))
+		got, err := io.ReadAll(g)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("%s: read %q, %v; want %q", tt.name, cut(string(got)), err, cut(tt.want))
+		}
+		if tt.log != "" && !strings.Contains(logs.String(), tt.log) || tt.log == "" && logs.String() != "" {
+			t.Errorf("%s: log = %q, want %q", tt.name, logs.String(), tt.log)
+		}
+		for _, line := range strings.SplitAfter(string(got), "\n") {
+			if strings.TrimSpace(line) != "" && !json.Valid([]byte(line)) {
+				t.Errorf("%s: %q is not JSON", tt.name, cut(line))
+			}
+		}
+	}
+}
+
+func cut(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+func TestShallowName(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"name":"a","inputSchema":{}}`, "a"},
+		{`{"inputSchema":{"properties":{"name":{"type":"string"}}},"description":"x","name":"b"}`, "b"},
+		{`{"description":"the \"name\": \"c\" trap","name":"d\u00e9"}`, "dé"},
+		{`{"annotations":{"name":"nested"}}`, "?"},
+		{`{"name":42}`, "?"},
+		{`{`, "?"},
+	}
+	for _, tt := range tests {
+		if got := shallowName([]byte(tt.in)); got != tt.want {
+			t.Errorf("shallowName(%s) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestDepth(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+	}{
+		{`{}`, 1}, {`[[[]]]`, 3}, {`{"a":"{{{[[["}`, 1}, {`{"a":"\"{"}`, 1}, {`"x"`, 0}, {deepSchema(10), 21},
+	}
+	for _, tt := range tests {
+		if got := depth([]byte(tt.in)); got != tt.want {
+			t.Errorf("depth(%s) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
