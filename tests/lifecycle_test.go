@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -349,4 +350,34 @@ func TestServerDiesWithToolsift(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	eventually(t, 5*time.Second, fmt.Sprintf("server %d to die with toolsift", child), func() bool { return !running(child) })
+}
+
+// TestServerThatStopsReading: a server that stops reading its stdin, given a call whose
+// arguments outgrow the pipe's buffer, costs that call callTimeout and nothing else: the
+// write gives up, other servers answer meanwhile, and the server is restarted.
+func TestServerThatStopsReading(t *testing.T) {
+	c := proxy(t, fmt.Sprintf("callTimeout: 3s\nmcpServers:\n  a:\n    command: %q\n  b:\n    command: %q\n", fixtureBin, fixtureBin))
+	c.search("select:a__freeze,a__echo,b__echo", 3)
+	go c.tryRequest("tools/call", map[string]any{"name": "a__freeze", "arguments": map[string]any{}}, time.Minute)
+	time.Sleep(500 * time.Millisecond) // for a to stop reading
+	big := make(chan message, 1)
+	go func() {
+		m, _ := c.tryRequest("tools/call", map[string]any{"name": "a__echo", "arguments": map[string]any{"message": strings.Repeat("x", 256<<10)}}, time.Minute)
+		big <- m
+	}()
+	if res, _ := c.call("b__echo", map[string]any{"message": "still here"}); res.IsError || !strings.Contains(res.Text(), "still here") {
+		t.Errorf("b while a is stuck = %+v", res)
+	}
+	select {
+	case m := <-big:
+		if !bytes.Contains(m.Result, []byte(`"isError":true`)) || !bytes.Contains(m.Result, []byte(`upstream \"a\"`)) {
+			t.Errorf("the call a never read = %s, want an error naming a", m.Result)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call to a server that stopped reading did not end within 30s (callTimeout 3s)")
+	}
+	eventually(t, 30*time.Second, "a to be restarted and answer", func() bool {
+		m, err := c.tryRequest("tools/call", map[string]any{"name": "a__echo", "arguments": map[string]any{"message": "back"}}, 10*time.Second)
+		return err == nil && bytes.Contains(m.Result, []byte("back")) && !bytes.Contains(m.Result, []byte(`"isError":true`))
+	})
 }

@@ -86,6 +86,9 @@ type Options struct {
 	CacheDir string
 }
 
+// DefaultCallTimeout bounds a call to a server whose configuration and Options set none.
+const DefaultCallTimeout = 2 * time.Minute
+
 // Pool holds one connection per enabled server and the catalog of their tools.
 type Pool struct {
 	// Fixed at creation.
@@ -126,7 +129,7 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 		opts.RetryMax = time.Minute
 	}
 	if opts.CallTimeout == 0 {
-		opts.CallTimeout = 2 * time.Minute
+		opts.CallTimeout = DefaultCallTimeout
 	}
 	if opts.CachedStartDelay == 0 {
 		opts.CachedStartDelay = time.Second

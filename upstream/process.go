@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -75,6 +76,27 @@ func startProcess(srv config.Server, stderr io.Writer) (*process, error) {
 	}()
 	return p, nil
 }
+
+// deadlineWriter writes a server's standard input, giving up on a write that the server
+// does not take within timeout. A server that stops reading would otherwise hold the
+// transport's write lock for ever, and every call to it behind that lock.
+type deadlineWriter struct {
+	f       *os.File
+	timeout time.Duration
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	if err := w.f.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
+		return w.f.Write(p) // a file without deadlines: nothing better to do
+	}
+	n, err := w.f.Write(p)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("the server took no input for %v (callTimeout): it stopped reading", w.timeout)
+	}
+	return n, err
+}
+
+func (w *deadlineWriter) Close() error { return w.f.Close() }
 
 // Close stops the child in the specification's order and reaps it. It is idempotent.
 func (p *process) Close() error {
