@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -51,6 +50,9 @@ type Options struct {
 	// isError result at once. 0 means 32. Hung calls must never starve tool_search, so over
 	// stdio mcp-go is given enough workers for MaxCalls calls and a few more.
 	MaxCalls int
+	// ShutdownGrace is how long, once ServeStdio's context ends, the requests already read
+	// may take to be answered; 0 means 10s.
+	ShutdownGrace time.Duration
 }
 
 // Server is the proxy's MCP server. Each of its mutexes guards one thing; see session for
@@ -106,6 +108,9 @@ func New(ups Upstreams, opts Options) *Server {
 	if opts.MaxCalls == 0 {
 		opts.MaxCalls = 32
 	}
+	if opts.ShutdownGrace == 0 {
+		opts.ShutdownGrace = 10 * time.Second
+	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
@@ -150,30 +155,6 @@ func New(ups Upstreams, opts Options) *Server {
 
 // MCP returns the underlying mcp-go server, for transports.
 func (s *Server) MCP() *server.MCPServer { return s.mcp }
-
-// ServeStdio serves one client over in and out until in ends or ctx is done. Only JSON-RPC
-// is written to out.
-func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	stdio := server.NewStdioServer(s.mcp)
-	stdio.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
-	// mcp-go runs 5 tool calls at a time by default (100 at most), and tool_search is a tool
-	// call: leave room beside MaxCalls calls for searches and refusals.
-	server.WithWorkerPoolSize(min(s.opts.MaxCalls+8, 100))(stdio)
-	// Its output passes through a responseWatcher, so the re-list handshake can wait for
-	// the tools/list response to be written (see session, step 4).
-	stdio.SetContextFunc(func(ctx context.Context) context.Context {
-		sess := s.sessionFrom(ctx)
-		sess.mu.Lock()
-		sess.watched = true
-		sess.mu.Unlock()
-		return ctx
-	})
-	err := stdio.Listen(ctx, in, &responseWatcher{w: out, s: s})
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
-}
 
 // refuseDiscover answers server/discover, the 2026-07-28 probe, with an error. That revision
 // drops sessions, so per-session tool lists would be invalid under it; clients that speak both

@@ -292,12 +292,17 @@ func (p *pendingLists) take(id string) (pendingList, bool) {
 type responseWatcher struct {
 	w io.Writer
 	s *Server
+	// answered, if set, is told of each response written (see drainReader).
+	answered func()
 }
 
 // Write writes p, one JSON-RPC message, and then, if it was a pending tools/list response,
 // marks its session listed.
 func (rw *responseWatcher) Write(p []byte) (int, error) {
 	n, err := rw.w.Write(p)
+	if rw.answered != nil && isResponse(p) {
+		rw.answered()
+	}
 	if bytes.Contains(p, []byte(`"tools":[`)) {
 		var m struct {
 			ID json.RawMessage `json:"id"`

@@ -381,3 +381,33 @@ func TestServerThatStopsReading(t *testing.T) {
 		return err == nil && bytes.Contains(m.Result, []byte("back")) && !bytes.Contains(m.Result, []byte(`"isError":true`))
 	})
 }
+
+// TestSIGTERMAnswersEveryRequest: requests sent before SIGTERM all get an answer, those in
+// flight their results, however many are queued.
+func TestSIGTERMAnswersEveryRequest(t *testing.T) {
+	c := proxy(t, "maxCalls: 200\nmcpServers:"+githubFixture(t, ""))
+	c.search("select:github__progress", 1)
+	const n = 150
+	answers := make(chan message, n)
+	for range n {
+		go func() {
+			m, err := c.tryRequest("tools/call", map[string]any{"name": "github__progress", "arguments": map[string]any{"steps": 40}}, 30*time.Second)
+			if err == nil {
+				answers <- m
+			} else {
+				answers <- message{}
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // the calls are sent and under way
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	got := 0
+	for range n {
+		if m := <-answers; m.Result != nil || m.Error != nil {
+			got++
+		}
+	}
+	if got != n {
+		t.Errorf("%d of %d requests answered after SIGTERM", got, n)
+	}
+}
