@@ -10,7 +10,7 @@ func TestIsRequestAndResponse(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, true},
 		{`{"method":"tools/call","params":{},"id":"a","jsonrpc":"2.0"}`, true},
 		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false}, // a notification
-		{`{"jsonrpc":"2.0","id":3,"result":{}}`, false},                    // the client's answer to us
+		{`{"jsonrpc":"2.0","id":3,"result":{}}`, false},                   // the client's answer to us
 		{`not json`, false},
 		{``, false},
 	}
