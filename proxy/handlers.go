@@ -45,6 +45,10 @@ type SearchResult struct {
 	Hint        string   `json:"hint"`
 }
 
+// maxQueryBytes bounds a tool_search query: it is logged and echoed in the result, and a
+// model's query is a few words (select: of 25 long names fits too).
+const maxQueryBytes = 2000
+
 func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var args struct {
 		Query      *string `json:"query"`
@@ -55,6 +59,9 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	if args.Query == nil {
 		return errorResult("tool_search: query is required. %s", queryHelp), nil
+	}
+	if len(*args.Query) > maxQueryBytes {
+		return errorResult("tool_search: the query is %d bytes; at most %d. %s", len(*args.Query), maxQueryBytes, queryHelp), nil
 	}
 	limit := defaultResults
 	if args.MaxResults != nil {

@@ -526,3 +526,14 @@ func TestMetaToolNamesAreReserved(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryTooLong: a query over maxQueryBytes is refused, not searched, logged or echoed.
+func TestQueryTooLong(t *testing.T) {
+	p := newTestProxy(t)
+	hs := httptest.NewServer(server.NewStreamableHTTPServer(p.MCP(), server.WithStateful(true)))
+	t.Cleanup(hs.Close)
+	res := connect(t, hs.URL).call(t, SearchTool, map[string]any{"query": strings.Repeat("issue ", 1<<17)})
+	if !res.IsError || !strings.Contains(mcptest.Text(res), "the query is 786432 bytes; at most 2000") || len(mcptest.Text(res)) > 4000 {
+		t.Errorf("a 768 KB query = %.300s", mcptest.Text(res))
+	}
+}
