@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -168,6 +169,27 @@ func (o *owners) forget(id string) {
 	delete(o.m, id)
 }
 
+// idWriter gives the client back the big id of its request (see wrapBigID), in a JSON
+// answer or an SSE stream.
+type idWriter struct{ http.ResponseWriter }
+
+func (w idWriter) Write(p []byte) (int, error) {
+	if _, err := w.ResponseWriter.Write(unwrapBigID(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Flush lets an SSE stream through as it is written.
+func (w idWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (w idWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // claimer watches the response to a request that opens a session for the session's ID: the
 // Mcp-Session-Id header of streamable HTTP, or the endpoint event of the legacy SSE stream
 // ("data: /message?sessionId=ID").
@@ -261,6 +283,18 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A body of unstated length is cut off at the limit instead.
 	r.Body = http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes)
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "Request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		if wrapped := wrapBigID(body); len(wrapped) != len(body) {
+			body = wrapped
+			w = idWriter{w}
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	}
 	if id := r.Header.Get(server.HeaderKeySessionID); id != "" && r.Method == http.MethodPost {
 		if !g.enter(id) {
 			w.Header().Set("Retry-After", "1")

@@ -299,7 +299,10 @@ type responseWatcher struct {
 // Write writes p, one JSON-RPC message, and then, if it was a pending tools/list response,
 // marks its session listed.
 func (rw *responseWatcher) Write(p []byte) (int, error) {
-	n, err := rw.w.Write(p)
+	n, err := rw.w.Write(unwrapBigID(p))
+	if err == nil {
+		n = len(p)
+	}
 	if rw.answered != nil && isResponse(p) {
 		rw.answered()
 	}

@@ -69,30 +69,47 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	return err
 }
 
-// drainReader reads a client's requests, counting those not yet answered, until stopped;
-// from then on it reads nothing (what comes after a SIGTERM is not taken), and ends once
-// released.
+// drainReader reads a client's requests a line at a time, counting those not yet answered
+// and carrying big numeric ids through mcp-go (see wrapBigID), until stopped; from then on
+// it reads nothing (what comes after a SIGTERM is not taken), and ends once released.
 type drainReader struct {
 	r        io.Reader
 	stopped  <-chan struct{}
 	released <-chan struct{}
 	// pending counts requests read and not yet answered; responseWatcher counts answers.
 	pending atomic.Int64
-	partial []byte // the start of a line whose end has not been read; only Read uses it
+
+	// Only Read uses these.
+	buf     [32 << 10]byte
+	partial []byte // the start of a line whose end has not been read
+	out     []byte // checked lines, to hand out
+	err     error  // the reader's error, once out is spent
 }
 
 func (d *drainReader) Read(p []byte) (int, error) {
-	if d.isStopped() {
-		<-d.released
-		return 0, io.EOF
+	for len(d.out) == 0 {
+		if d.isStopped() {
+			<-d.released
+			return 0, io.EOF
+		}
+		if d.err != nil {
+			return 0, d.err
+		}
+		n, err := d.r.Read(d.buf[:])
+		if d.isStopped() {
+			<-d.released
+			return 0, io.EOF
+		}
+		d.err = err
+		d.take(d.buf[:n])
+		if err != nil && len(d.partial) > 0 { // a last line without its newline
+			d.out = append(d.out, d.line(d.partial)...)
+			d.partial = nil
+		}
 	}
-	n, err := d.r.Read(p)
-	if d.isStopped() {
-		<-d.released
-		return 0, io.EOF
-	}
-	d.count(p[:n])
-	return n, err
+	n := copy(p, d.out)
+	d.out = d.out[n:]
+	return n, nil
 }
 
 func (d *drainReader) isStopped() bool {
@@ -104,24 +121,30 @@ func (d *drainReader) isStopped() bool {
 	}
 }
 
-// count counts the requests among the lines b completes.
-func (d *drainReader) count(b []byte) {
+// take adds what was read: each line it completes, checked, to out.
+func (d *drainReader) take(b []byte) {
 	for {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
 			d.partial = append(d.partial, b...)
 			return
 		}
-		line := b[:i]
+		line := b[:i+1]
 		if len(d.partial) > 0 {
 			line = append(d.partial, line...)
-			d.partial = d.partial[:0]
+			d.partial = nil
 		}
-		if isRequest(line) {
-			d.pending.Add(1)
-		}
+		d.out = append(d.out, d.line(line)...)
 		b = b[i+1:]
 	}
+}
+
+// line counts a request and wraps a big id.
+func (d *drainReader) line(line []byte) []byte {
+	if isRequest(line) {
+		d.pending.Add(1)
+	}
+	return wrapBigID(line)
 }
 
 // isRequest reports whether a client's line is a request, which gets an answer.

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -809,5 +811,42 @@ func TestResultOverTheLimit(t *testing.T) {
 	}
 	if res, _ := c.call("github__echo", map[string]any{"message": "small"}); res.IsError || !strings.Contains(res.Text(), "small") {
 		t.Errorf("the next call = %+v, want it served", res)
+	}
+}
+
+// TestBigRequestIDsComeBackAsSent: a JSON-RPC id too long for a float64 is answered under the
+// same id, byte for byte, over stdio and over HTTP.
+func TestBigRequestIDsComeBackAsSent(t *testing.T) {
+	const id = "123456789012345678901234567890"
+	c := proxy(t, "mcpServers:"+githubFixture(t, ""))
+	ch := make(chan message, 1)
+	c.mu.Lock()
+	c.waiting[id] = ch
+	c.mu.Unlock()
+	c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
+	select {
+	case m := <-ch:
+		if string(m.ID) != id || m.Error != nil {
+			t.Errorf("stdio: answer %s to id %s", m.ID, id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("stdio: no answer under id %s", id)
+	}
+
+	url := serveHTTP(t, "mcpServers:"+githubFixture(t, ""))
+	init := post(t, url+"/mcp", nil, initBody)
+	session := init.Header.Get("Mcp-Session-Id")
+	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if !bytes.Contains(body, []byte(`"id":`+id+`,`)) {
+		t.Errorf("HTTP: answer %s, want id %s as sent", body, id)
 	}
 }
