@@ -88,6 +88,9 @@ type Server struct {
 	// CallTimeout bounds one call to the server, including any wait for the server to come
 	// back; zero means the default, 120s.
 	CallTimeout time.Duration
+	// Concurrency bounds the calls in flight to the server, from all sessions; past it a
+	// call is an error at once. Zero means the default, 16.
+	Concurrency int
 	// MaxResultBytes bounds one message from a stdio server; an answer over it becomes an
 	// error naming the limit. Zero means the default, 32 MiB.
 	MaxResultBytes int
@@ -106,7 +109,7 @@ type Server struct {
 type Defaults struct {
 	CallTimeout, StartupTimeout, IdleTimeout time.Duration
 	LazyStart                                bool
-	MaxResultBytes                           int
+	MaxResultBytes, Concurrency              int
 }
 
 // ToolOverride fixes how one upstream tool is found and described, without forking the
@@ -206,6 +209,8 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 			cfg.MaxCalls = p.positive(val, at)
 		case "maxResultBytes":
 			cfg.Defaults.MaxResultBytes = p.positive(val, at)
+		case "concurrency":
+			cfg.Defaults.Concurrency = p.positive(val, at)
 		default:
 			p.unknownKey(val, at, key, topKeys)
 		}
@@ -263,6 +268,9 @@ func (p *parser) applyDefaults(cfg *Config) {
 		}
 		if !p.set[at+"maxResultBytes"] {
 			s.MaxResultBytes = d.MaxResultBytes
+		}
+		if !p.set[at+"concurrency"] {
+			s.Concurrency = d.Concurrency
 		}
 		// Stopping an idle HTTP server would save nothing on this machine.
 		if !p.set[at+"idleTimeout"] && s.Type == TypeStdio {
@@ -336,6 +344,8 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 			s.CallTimeout = p.duration(v, at)
 		case "maxResultBytes":
 			s.MaxResultBytes = p.positive(v, at)
+		case "concurrency":
+			s.Concurrency = p.positive(v, at)
 		case "startupTimeout":
 			s.StartupTimeout = p.duration(v, at)
 		case "lazyStart":

@@ -385,7 +385,7 @@ func TestServerThatStopsReading(t *testing.T) {
 // TestSIGTERMAnswersEveryRequest: requests sent before SIGTERM all get an answer, those in
 // flight their results, however many are queued.
 func TestSIGTERMAnswersEveryRequest(t *testing.T) {
-	c := proxy(t, "maxCalls: 200\nmcpServers:"+githubFixture(t, ""))
+	c := proxy(t, "maxCalls: 200\nconcurrency: 200\nmcpServers:"+githubFixture(t, ""))
 	c.search("select:github__progress", 1)
 	const n = 150
 	answers := make(chan message, n)

@@ -850,3 +850,20 @@ func TestBigRequestIDsComeBackAsSent(t *testing.T) {
 		t.Errorf("HTTP: answer %s, want id %s as sent", body, id)
 	}
 }
+
+// TestHungServerHoldsFewCalls: a server that hangs holds at most its concurrency of calls;
+// one more to it is refused at once, naming it, and other servers are called as ever.
+func TestHungServerHoldsFewCalls(t *testing.T) {
+	c := proxy(t, fmt.Sprintf("callTimeout: 5m\nmcpServers:\n  a:\n    command: %q\n    concurrency: 3\n  b:\n    command: %q\n", fixtureBin, fixtureBin))
+	c.search("select:a__hang,a__echo,b__echo", 3)
+	for range 3 {
+		go c.tryRequest("tools/call", map[string]any{"name": "a__hang", "arguments": map[string]any{}}, 5*time.Minute)
+	}
+	time.Sleep(time.Second) // for the three to be under way, before a fourth competes with them
+	if res, _ := c.call("a__echo", map[string]any{"message": "x"}); !res.IsError || !strings.Contains(res.Text(), `upstream "a": 3 calls in flight, its limit (concurrency`) {
+		t.Errorf("a fourth call to a = %+v, want it refused at once", res)
+	}
+	if res, _ := c.call("b__echo", map[string]any{"message": "fine"}); res.IsError || !strings.Contains(res.Text(), "fine") {
+		t.Errorf("b while a is full = %+v", res)
+	}
+}

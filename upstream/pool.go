@@ -86,6 +86,10 @@ type Options struct {
 	CacheDir string
 }
 
+// DefaultConcurrency bounds the calls in flight to a server whose configuration sets none:
+// a server that hangs holds no more than that many of its clients' calls.
+const DefaultConcurrency = 16
+
 // DefaultCallTimeout bounds a call to a server whose configuration and Options set none.
 const DefaultCallTimeout = 2 * time.Minute
 
@@ -317,6 +321,11 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 		defer remove()
 		params["_meta"] = map[string]any{"progressToken": tok}
 	}
+	if !s.enterCall() {
+		s.log.Warn("upstream call refused: concurrency", "tool", t.Name, "concurrency", s.concurrency)
+		return nil, fmt.Errorf("upstream %q: %d calls in flight, its limit (concurrency in toolsift's config); try again when one has finished", t.Server, s.concurrency)
+	}
+	defer s.leaveCall()
 	raw, _ := json.Marshal(params)
 	start := time.Now()
 	res, err := s.request(ctx, "tools/call", json.RawMessage(raw))

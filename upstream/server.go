@@ -39,6 +39,8 @@ type server struct {
 	log    *slog.Logger
 	stderr *Tail
 	shared shared
+	// concurrency bounds the tool calls in flight to the server (config.Server.Concurrency).
+	concurrency int
 	// progress routes this server's progress notifications to the calls to it.
 	progress progressRouter
 	// repairsLogged holds the tools whose schema repairs were logged, so that each is logged
@@ -60,6 +62,7 @@ type server struct {
 
 	mu        sync.Mutex        // guards the fields below
 	callers   []context.Context // requests in flight, oldest first
+	calls     int               // tool calls in flight (see concurrency)
 	lastUsed  time.Time         // when a request last started or ended
 	subs      map[string]bool   // URIs of the resource subscriptions held upstream
 	conn      Conn
@@ -87,6 +90,7 @@ func newServer(cfg config.Server, opts Options, sh shared) *server {
 		shared:         sh,
 		startupTimeout: cmp.Or(cfg.StartupTimeout, opts.ConnectTimeout),
 		callTimeout:    cmp.Or(cfg.CallTimeout, opts.CallTimeout),
+		concurrency:    cmp.Or(cfg.Concurrency, DefaultConcurrency),
 		attempted:      make(chan struct{}),
 		relist:         make(chan struct{}, 1),
 		trouble:        make(chan trouble, 1),
@@ -202,4 +206,22 @@ func (s *server) notified(method string, params json.RawMessage) {
 	case "notifications/progress":
 		s.progress.route(params)
 	}
+}
+
+// enterCall counts a tool call in, unless the server already has its concurrency in flight.
+func (s *server) enterCall() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls >= s.concurrency {
+		return false
+	}
+	s.calls++
+	return true
+}
+
+// leaveCall counts a tool call out.
+func (s *server) leaveCall() {
+	s.mu.Lock()
+	s.calls--
+	s.mu.Unlock()
 }
