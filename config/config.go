@@ -89,7 +89,7 @@ type Server struct {
 	// back; zero means the default, 120s.
 	CallTimeout time.Duration
 	// Concurrency bounds the calls in flight to the server, from all sessions; past it a
-	// call is an error at once. Zero means the default, 16.
+	// call waits its turn, within callTimeout. Zero means the default, 64.
 	Concurrency int
 	// MaxResultBytes bounds one message from a stdio server; an answer over it becomes an
 	// error naming the limit. Zero means the default, 32 MiB.

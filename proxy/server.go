@@ -50,6 +50,9 @@ type Options struct {
 	// isError result at once. 0 means 32. Hung calls must never starve tool_search, so over
 	// stdio mcp-go is given enough workers for MaxCalls calls and a few more.
 	MaxCalls int
+	// MaxRequestBytes bounds one request a stdio client sends; one over it is answered with
+	// an error and never held whole. 0 means 4 MiB, as over HTTP.
+	MaxRequestBytes int
 	// ShutdownGrace is how long, once ServeStdio's context ends, the requests already read
 	// may take to be answered; 0 means 10s.
 	ShutdownGrace time.Duration
@@ -107,6 +110,9 @@ func New(ups Upstreams, opts Options) *Server {
 	}
 	if opts.MaxCalls == 0 {
 		opts.MaxCalls = 32
+	}
+	if opts.MaxRequestBytes == 0 {
+		opts.MaxRequestBytes = 4 << 20
 	}
 	if opts.ShutdownGrace == 0 {
 		opts.ShutdownGrace = 10 * time.Second

@@ -290,8 +290,9 @@ func (p *pendingLists) take(id string) (pendingList, bool) {
 // responseWatcher passes a transport's output through and reports each tools/list response
 // once it has been written (step 4).
 type responseWatcher struct {
-	w io.Writer
-	s *Server
+	mu sync.Mutex // serializes writes to w: mcp-go's, and toolsift's own refusals
+	w  io.Writer
+	s  *Server
 	// answered, if set, is told of each response written (see drainReader).
 	answered func()
 }
@@ -299,7 +300,9 @@ type responseWatcher struct {
 // Write writes p, one JSON-RPC message, and then, if it was a pending tools/list response,
 // marks its session listed.
 func (rw *responseWatcher) Write(p []byte) (int, error) {
+	rw.mu.Lock()
 	n, err := rw.w.Write(unwrapBigID(p))
+	rw.mu.Unlock()
 	if err == nil {
 		n = len(p)
 	}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"sync/atomic"
 	"time"
 
@@ -36,7 +38,16 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	})
 	listen, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
-	input := &drainReader{r: in, stopped: ctx.Done(), released: listen.Done()}
+	watcher := &responseWatcher{w: out, s: s}
+	input := &drainReader{r: in, stopped: ctx.Done(), released: listen.Done(), maxLine: s.opts.MaxRequestBytes,
+		refuse: func(id []byte) {
+			s.log.Warn("request refused: too large", "max_bytes", s.opts.MaxRequestBytes)
+			if id != nil {
+				msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32600,"message":"request over %d bytes, toolsift's limit"}}`+"\n", id, s.opts.MaxRequestBytes)
+				watcher.Write([]byte(msg))
+			}
+		}}
+	watcher.answered = func() { input.pending.Add(-1) }
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
@@ -60,7 +71,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		}
 		stop()
 	}()
-	err := stdio.Listen(listen, input, &responseWatcher{w: out, s: s, answered: func() { input.pending.Add(-1) }})
+	err := stdio.Listen(listen, input, watcher)
 	stop()
 	<-drained
 	if errors.Is(err, context.Canceled) {
@@ -79,11 +90,16 @@ type drainReader struct {
 	// pending counts requests read and not yet answered; responseWatcher counts answers.
 	pending atomic.Int64
 
+	// maxLine bounds a request; refuse is told the id (nil if none was found) of one over it.
+	maxLine int
+	refuse  func(id []byte)
+
 	// Only Read uses these.
-	buf     [32 << 10]byte
-	partial []byte // the start of a line whose end has not been read
-	out     []byte // checked lines, to hand out
-	err     error  // the reader's error, once out is spent
+	buf      [32 << 10]byte
+	partial  []byte // the start of a line whose end has not been read
+	skipping bool   // the rest of a line over maxLine is being read and dropped
+	out      []byte // checked lines, to hand out
+	err      error  // the reader's error, once out is spent
 }
 
 func (d *drainReader) Read(p []byte) (int, error) {
@@ -125,9 +141,34 @@ func (d *drainReader) isStopped() bool {
 func (d *drainReader) take(b []byte) {
 	for {
 		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			d.partial = append(d.partial, b...)
-			return
+		if d.skipping {
+			if i < 0 {
+				return
+			}
+			d.skipping, b = false, b[i+1:]
+			continue
+		}
+		if i < 0 || len(d.partial)+i > d.maxLine {
+			if i < 0 {
+				d.partial = append(d.partial, b...)
+			} else {
+				d.partial = append(d.partial, b[:i]...)
+			}
+			if len(d.partial) <= d.maxLine {
+				return
+			}
+			var id []byte
+			if m := requestID.FindSubmatch(d.partial[:min(len(d.partial), 4096)]); m != nil {
+				id = m[1]
+			}
+			d.refuse(id)
+			d.partial = nil
+			if i < 0 {
+				d.skipping = true
+				return
+			}
+			b = b[i+1:]
+			continue
 		}
 		line := b[:i+1]
 		if len(d.partial) > 0 {
@@ -146,6 +187,9 @@ func (d *drainReader) line(line []byte) []byte {
 	}
 	return wrapBigID(line)
 }
+
+// requestID finds a request's id near its start.
+var requestID = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")`)
 
 // isRequest reports whether a client's line is a request, which gets an answer.
 func isRequest(line []byte) bool {

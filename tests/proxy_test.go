@@ -851,19 +851,31 @@ func TestBigRequestIDsComeBackAsSent(t *testing.T) {
 	}
 }
 
-// TestHungServerHoldsFewCalls: a server that hangs holds at most its concurrency of calls;
-// one more to it is refused at once, naming it, and other servers are called as ever.
+// TestHungServerHoldsFewCalls: a server that hangs is sent at most its concurrency of calls;
+// one more waits its turn in the server's own queue, until a hung call gives its slot up at
+// callTimeout, while other servers are called as ever.
 func TestHungServerHoldsFewCalls(t *testing.T) {
-	c := proxy(t, fmt.Sprintf("callTimeout: 5m\nmcpServers:\n  a:\n    command: %q\n    concurrency: 3\n  b:\n    command: %q\n", fixtureBin, fixtureBin))
+	c := proxy(t, fmt.Sprintf("mcpServers:\n  a:\n    command: %q\n    concurrency: 3\n    callTimeout: 3s\n  b:\n    command: %q\n", fixtureBin, fixtureBin))
 	c.search("select:a__hang,a__echo,b__echo", 3)
 	for range 3 {
 		go c.tryRequest("tools/call", map[string]any{"name": "a__hang", "arguments": map[string]any{}}, 5*time.Minute)
 	}
 	time.Sleep(time.Second) // for the three to be under way, before a fourth competes with them
-	if res, _ := c.call("a__echo", map[string]any{"message": "x"}); !res.IsError || !strings.Contains(res.Text(), `upstream "a": 3 calls in flight, its limit (concurrency`) {
-		t.Errorf("a fourth call to a = %+v, want it refused at once", res)
-	}
+	fourth := make(chan CallResult, 1)
+	go func() {
+		res, _ := c.call("a__echo", map[string]any{"message": "x"})
+		fourth <- res
+	}()
 	if res, _ := c.call("b__echo", map[string]any{"message": "fine"}); res.IsError || !strings.Contains(res.Text(), "fine") {
 		t.Errorf("b while a is full = %+v", res)
+	}
+	if res := <-fourth; res.IsError {
+		t.Errorf("a fourth call to a = %+v, want it served once a slot was free", res)
+	}
+	// The fourth reached a only after the hung calls gave their slots up.
+	logs := c.Stderr()
+	echoed := strings.Index(logs, `msg="tool call" session=stdio tool=a__echo`)
+	if hung := strings.Count(logs[:max(echoed, 0)], `tool=a__hang upstream=a`); echoed < 0 || hung < 1 {
+		t.Errorf("a__echo was served before any hung call ended:\n%s", logs)
 	}
 }

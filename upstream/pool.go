@@ -87,8 +87,9 @@ type Options struct {
 }
 
 // DefaultConcurrency bounds the calls in flight to a server whose configuration sets none:
-// a server that hangs holds no more than that many of its clients' calls.
-const DefaultConcurrency = 16
+// a server that hangs is sent no more than that many calls, and the rest wait their turn
+// (within callTimeout) in its own queue.
+const DefaultConcurrency = 64
 
 // DefaultCallTimeout bounds a call to a server whose configuration and Options set none.
 const DefaultCallTimeout = 2 * time.Minute
@@ -321,9 +322,9 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 		defer remove()
 		params["_meta"] = map[string]any{"progressToken": tok}
 	}
-	if !s.enterCall() {
-		s.log.Warn("upstream call refused: concurrency", "tool", t.Name, "concurrency", s.concurrency)
-		return nil, fmt.Errorf("upstream %q: %d calls in flight, its limit (concurrency in toolsift's config); try again when one has finished", t.Server, s.concurrency)
+	if err := s.enterCall(ctx); err != nil {
+		s.log.Warn("upstream call not sent", "tool", t.Name, "concurrency", cap(s.slots), "error", err)
+		return nil, fmt.Errorf("upstream %q: calling %s: %w", t.Server, t.Name, err)
 	}
 	defer s.leaveCall()
 	raw, _ := json.Marshal(params)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -39,8 +40,9 @@ type server struct {
 	log    *slog.Logger
 	stderr *Tail
 	shared shared
-	// concurrency bounds the tool calls in flight to the server (config.Server.Concurrency).
-	concurrency int
+	// slots holds a token for each tool call in flight to the server; its capacity is the
+	// server's concurrency (config.Server.Concurrency).
+	slots chan struct{}
 	// progress routes this server's progress notifications to the calls to it.
 	progress progressRouter
 	// repairsLogged holds the tools whose schema repairs were logged, so that each is logged
@@ -62,7 +64,6 @@ type server struct {
 
 	mu        sync.Mutex        // guards the fields below
 	callers   []context.Context // requests in flight, oldest first
-	calls     int               // tool calls in flight (see concurrency)
 	lastUsed  time.Time         // when a request last started or ended
 	subs      map[string]bool   // URIs of the resource subscriptions held upstream
 	conn      Conn
@@ -90,7 +91,7 @@ func newServer(cfg config.Server, opts Options, sh shared) *server {
 		shared:         sh,
 		startupTimeout: cmp.Or(cfg.StartupTimeout, opts.ConnectTimeout),
 		callTimeout:    cmp.Or(cfg.CallTimeout, opts.CallTimeout),
-		concurrency:    cmp.Or(cfg.Concurrency, DefaultConcurrency),
+		slots:          make(chan struct{}, cmp.Or(cfg.Concurrency, DefaultConcurrency)),
 		attempted:      make(chan struct{}),
 		relist:         make(chan struct{}, 1),
 		trouble:        make(chan trouble, 1),
@@ -208,20 +209,25 @@ func (s *server) notified(method string, params json.RawMessage) {
 	}
 }
 
-// enterCall counts a tool call in, unless the server already has its concurrency in flight.
-func (s *server) enterCall() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.calls >= s.concurrency {
-		return false
+// enterCall takes one of the server's slots for a tool call, waiting for one within
+// callTimeout, or until ctx ends.
+func (s *server) enterCall(ctx context.Context) error {
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	default:
 	}
-	s.calls++
-	return true
+	t := time.NewTimer(s.callTimeout)
+	defer t.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("its %d calls in flight (concurrency) left no room within %v (callTimeout)", cap(s.slots), s.callTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
-// leaveCall counts a tool call out.
-func (s *server) leaveCall() {
-	s.mu.Lock()
-	s.calls--
-	s.mu.Unlock()
-}
+// leaveCall gives the slot back.
+func (s *server) leaveCall() { <-s.slots }
