@@ -224,6 +224,7 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 		{"tool_search", map[string]any{}, "query is required"},
 		{"tool_search", map[string]any{"query": 7}, "arguments must be an object"},
 		{"tool_search", map[string]any{"query": "select:"}, "select:"},
+		{"tool_search", map[string]any{"query": strings.Repeat(" issue", 5000)}, "the query is 30000 bytes; at most 2000"},
 		{"call_tool", map[string]any{}, "name is required"},
 		{"call_tool", map[string]any{"name": "github__nope"}, `unknown tool "github__nope"`},
 		{"call_tool", map[string]any{"name": "github__get_issue", "arguments": []int{1}}, "must be a JSON object"},
@@ -236,8 +237,8 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 			t.Errorf("%s(%v) = isError %v %q, want isError containing %q", tt.name, tt.args, res.IsError, res.Text(), tt.want)
 		}
 	}
-	// Regex metacharacters and huge queries are just text.
-	c.search(`.*[(+? \d`+strings.Repeat(" issue", 5000), 3)
+	// Regex metacharacters are just text.
+	c.search(`.*[(+? \d`+strings.Repeat(" issue", 50), 3)
 	sr := c.search("create issue", 1000)
 	if len(sr.Matches) > 25 {
 		t.Errorf("max_results 1000 returned %d matches, want at most 25", len(sr.Matches))
@@ -877,5 +878,27 @@ func TestHungServerHoldsFewCalls(t *testing.T) {
 	echoed := strings.Index(logs, `msg="tool call" session=stdio tool=a__echo`)
 	if hung := strings.Count(logs[:max(echoed, 0)], `tool=a__hang upstream=a`); echoed < 0 || hung < 1 {
 		t.Errorf("a__echo was served before any hung call ended:\n%s", logs)
+	}
+}
+
+// TestStdioRequestOverTheLimit: a request over 4 MiB is answered with an error and not held
+// whole, and the next request is served.
+func TestStdioRequestOverTheLimit(t *testing.T) {
+	c := proxy(t, "mcpServers:"+githubFixture(t, ""))
+	ch := make(chan message, 1)
+	c.mu.Lock()
+	c.waiting[`"huge"`] = ch
+	c.mu.Unlock()
+	c.send(`{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{"name":"github__echo","arguments":{"message":"` + strings.Repeat("x", 5<<20) + `"}}}`)
+	select {
+	case m := <-ch:
+		if m.Error == nil || !strings.Contains(m.Error.Message, "request over 4194304 bytes, toolsift's limit") {
+			t.Errorf("answer to a 5 MiB request = %+v", m)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer to a 5 MiB request")
+	}
+	if sr := c.search("create issue", 1); len(sr.Matches) != 1 {
+		t.Errorf("the next request = %+v", sr)
 	}
 }
