@@ -902,3 +902,24 @@ func TestStdioRequestOverTheLimit(t *testing.T) {
 		t.Errorf("the next request = %+v", sr)
 	}
 }
+
+// TestHTTPResultOverTheLimit: over streamable HTTP and SSE too, an answer past
+// maxResultBytes is never held whole: the call is an error naming the server (and, over
+// streamable HTTP, the limit; over SSE the stream ends, and the log says why), and the server
+// is called as ever after it.
+func TestHTTPResultOverTheLimit(t *testing.T) {
+	addr := startHTTPFixture(t)
+	c := proxy(t, fmt.Sprintf("maxResultBytes: 100000\nmcpServers:\n  web:\n    type: http\n    url: %s/mcp\n  legacy:\n    type: sse\n    url: %s/sse\n", addr, addr))
+	c.search("select:web__echo,legacy__echo", 2)
+	for _, name := range []string{"web__echo", "legacy__echo"} {
+		res, _ := c.call(name, map[string]any{"message": strings.Repeat("x", 200_000)})
+		server, _, _ := strings.Cut(name, "__")
+		if !res.IsError || !strings.Contains(res.Text(), `upstream "`+server+`"`) || name == "web__echo" && !strings.Contains(res.Text(), "over 100000 bytes, toolsift's limit (maxResultBytes)") {
+			t.Errorf("%s of 200 kB = %.300s, want an error naming the server and the limit", name, res.Text())
+		}
+		eventually(t, 20*time.Second, name+" to serve again", func() bool {
+			res, _ := c.call(name, map[string]any{"message": "small"})
+			return !res.IsError && strings.Contains(res.Text(), "small")
+		})
+	}
+}

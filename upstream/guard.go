@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"regexp"
 )
 
@@ -264,4 +265,54 @@ func toolsArray(line []byte) (arr span, elements []span, ok bool) {
 		}
 	}
 	return span{}, nil, false
+}
+
+// limitedClient is an HTTP client whose response bodies fail past max bytes in one message,
+// so that no answer from an HTTP or SSE server is held whole beyond toolsift's limit. An
+// SSE stream is long-lived: its messages are counted one at a time, from blank line to
+// blank line.
+func limitedClient(max int) *http.Client {
+	if max <= 0 {
+		max = DefaultMaxMessageBytes
+	}
+	return &http.Client{Transport: limitTransport{next: http.DefaultTransport, max: max}}
+}
+
+type limitTransport struct {
+	next http.RoundTripper
+	max  int
+}
+
+func (t limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err == nil {
+		resp.Body = &limitedBody{ReadCloser: resp.Body, max: t.max}
+	}
+	return resp, err
+}
+
+// limitedBody fails a read that takes the current message past max bytes.
+type limitedBody struct {
+	io.ReadCloser
+	max  int
+	size int  // bytes of the current message so far
+	nl   bool // the last byte read was a newline
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	for _, c := range p[:n] {
+		b.size++
+		if c == '\r' {
+			continue // CRLF line ends count as LF ones
+		}
+		if c == '\n' && b.nl {
+			b.size = 0 // a blank line ends an SSE event
+		}
+		b.nl = c == '\n'
+	}
+	if b.size > b.max {
+		return 0, fmt.Errorf("the answer was over %d bytes, toolsift's limit (maxResultBytes)", b.max)
+	}
+	return n, err
 }
