@@ -130,35 +130,49 @@ func (g *lineGuard) dropDeepTools(line []byte) []byte {
 	return b.Bytes()
 }
 
-// shallowName is the "name" member of a JSON object too deep to decode: the objects and
-// arrays in it are skipped, not decoded. "?" if it has none.
-func shallowName(obj []byte) string {
-	d, inString, escaped, start := 0, false, false, 0
-	var prev string // the last string at the object's own level
-	for i, c := range obj {
-		if inString {
+// scan walks JSON text without decoding it (it may nest too deeply to decode): str is
+// called for each string, text[start:end] with its quotes, other for each byte outside
+// strings; other returning false ends the walk.
+func scan(text []byte, str func(start, end int), other func(i int, c byte) bool) {
+	start, escaped := -1, false
+	for i, c := range text {
+		switch {
+		case start >= 0:
 			switch {
 			case escaped:
 				escaped = false
 			case c == '\\':
 				escaped = true
 			case c == '"':
-				inString = false
-				if d == 1 {
-					s := obj[start : i+1]
-					if prev == `"name"` && json.Valid(s) {
-						var name string
-						_ = json.Unmarshal(s, &name)
-						return name
-					}
-					prev = string(s)
-				}
+				str(start, i+1)
+				start = -1
 			}
-			continue
+		case c == '"':
+			start = i
+		default:
+			if !other(i, c) {
+				return
+			}
 		}
+	}
+}
+
+// shallowName is the "name" member of a JSON object too deep to decode: the objects and
+// arrays in it are skipped, not decoded. "?" if it has none.
+func shallowName(obj []byte) string {
+	d, name := 0, "?"
+	var prev string // the last string at the object's own level, or "" after a comma
+	scan(obj, func(start, end int) {
+		if d != 1 || name != "?" {
+			return
+		}
+		s := obj[start:end]
+		if prev == `"name"` {
+			_ = json.Unmarshal(s, &name)
+		}
+		prev = string(s)
+	}, func(_ int, c byte) bool {
 		switch c {
-		case '"':
-			inString, start = true, i
 		case '{', '[':
 			d++
 		case '}', ']':
@@ -168,8 +182,9 @@ func shallowName(obj []byte) string {
 				prev = ""
 			}
 		}
-	}
-	return "?"
+		return true
+	})
+	return name
 }
 
 // span is a part of a line: [start, end).
@@ -177,27 +192,17 @@ type span struct{ start, end int }
 
 // depth is how deeply the JSON text nests objects and arrays.
 func depth(text []byte) int {
-	d, deepest, inString, escaped := 0, 0, false, false
-	for _, c := range text {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
+	d, deepest := 0, 0
+	scan(text, func(int, int) {}, func(_ int, c byte) bool {
+		switch c {
+		case '{', '[':
 			d++
 			deepest = max(deepest, d)
-		case c == '}' || c == ']':
+		case '}', ']':
 			d--
 		}
-	}
+		return true
+	})
 	return deepest
 }
 
@@ -210,30 +215,14 @@ func toolsArray(line []byte) (arr span, elements []span, ok bool) {
 		tools  bool   // this is result.tools
 	}
 	var stack []frame
-	inString, escaped, keyStart, expectKey := false, false, -1, false
-	elStart := -1
-	for i, c := range line {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-				if keyStart >= 0 {
-					stack[len(stack)-1].key = string(line[keyStart:i])
-					keyStart = -1
-				}
-			}
-			continue
+	expectKey, elStart := false, -1
+	scan(line, func(start, end int) {
+		if expectKey {
+			stack[len(stack)-1].key = string(line[start+1 : end-1])
+			expectKey = false
 		}
+	}, func(i int, c byte) bool {
 		switch c {
-		case '"':
-			inString = true
-			if expectKey {
-				keyStart, expectKey = i+1, false
-			}
 		case '{', '[':
 			isTools := c == '[' && len(stack) == 2 && stack[0].key == "result" && stack[1].key == "tools"
 			if c == '{' && len(stack) > 0 && stack[len(stack)-1].tools {
@@ -246,25 +235,27 @@ func toolsArray(line []byte) (arr span, elements []span, ok bool) {
 			expectKey = c == '{'
 		case '}', ']':
 			if len(stack) == 0 {
-				return span{}, nil, false
+				return false
 			}
 			top := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			if top.tools {
-				arr.end = i + 1
-				return arr, elements, true
+				arr.end, ok = i+1, true
+				return false
 			}
 			if c == '}' && len(stack) > 0 && stack[len(stack)-1].tools && elStart >= 0 {
 				elements = append(elements, span{elStart, i + 1})
 				elStart = -1
 			}
 		case ',':
-			if len(stack) > 0 && stack[len(stack)-1].object {
-				expectKey = true
-			}
+			expectKey = len(stack) > 0 && stack[len(stack)-1].object
 		}
+		return true
+	})
+	if !ok {
+		return span{}, nil, false
 	}
-	return span{}, nil, false
+	return arr, elements, true
 }
 
 // limitedClient is an HTTP client whose response bodies fail past max bytes in one message,
