@@ -70,7 +70,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, func(context.Conte
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 
-	g := &gate{opts: opts, next: mux, inFlight: map[string]int{}, owners: s.owners}
+	g := &gate{opts: opts, next: mux, inFlight: map[string]int{}, owners: s.owners, busy: s.sessionBusy}
 	for _, t := range opts.Tokens {
 		g.tokens = append(g.tokens, sha256.Sum256([]byte(t)))
 	}
@@ -126,6 +126,8 @@ type gate struct {
 	inFlight map[string]int
 
 	owners *owners // shared with the Server, which forgets a session's owner when it ends
+	// busy reports whether a session has its MaxCalls of calls in flight.
+	busy func(id string) bool
 }
 
 // sessionOf is the session a request names: streamable HTTP's Mcp-Session-Id header, or the
@@ -302,6 +304,14 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer g.leave(id)
+	}
+	// The legacy SSE transport accepts a message at once and answers on the stream, so its
+	// requests in flight cannot be counted here: refuse while the session's calls are at
+	// maxCalls instead.
+	if id := r.URL.Query().Get("sessionId"); id != "" && r.URL.Path == "/message" && r.Method == http.MethodPost && g.busy(id) {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "Too many calls in flight for this session", http.StatusTooManyRequests)
+		return
 	}
 	// The client's credentials are for toolsift alone: nothing forwards request headers
 	// upstream, and they are never logged.

@@ -54,9 +54,9 @@ import (
 //
 // # Locks
 //
-// Lock order: Server.sessionsMu before session.mu (Server.ResourceUpdated holds both). Every
-// other mutex of the package is a leaf: no other lock of the package is taken while it is
-// held. No lock is held while waiting for a client; only Server.registerMu is held across
+// Lock order: Server.sessionsMu before session.mu (Server.ResourceUpdated and sessionBusy
+// hold both). Every other mutex of the package is a leaf: no other lock of the package is
+// taken while it is held. No lock is held while waiting for a client; only Server.registerMu is held across
 // calls into mcp-go (see syncPromptsAndResources).
 type session struct {
 	id string // fixed at creation; "" for a request without a session
@@ -80,6 +80,20 @@ type session struct {
 	subs map[string]bool
 	// calls counts the session's tool calls in flight upstream (Options.MaxCalls).
 	calls int
+}
+
+// sessionBusy reports whether the session with the given id has its MaxCalls of calls in
+// flight. It takes sessionsMu, then the session's mu.
+func (s *Server) sessionBusy(id string) bool {
+	s.sessionsMu.Lock()
+	defer s.sessionsMu.Unlock()
+	sess := s.sessions[id]
+	if sess == nil {
+		return false
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.calls >= s.opts.MaxCalls
 }
 
 // enterCall counts a call in, unless the session already has max in flight.

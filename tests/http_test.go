@@ -568,7 +568,9 @@ func TestSSESessionCallsAreBounded(t *testing.T) {
 			call.Params.Name = "call_tool"
 			call.Params.Arguments = map[string]any{"name": "github__hang", "arguments": map[string]any{}}
 			res, err := c.CallTool(ctx, call)
-			if err == nil {
+			if err != nil {
+				refused <- err.Error()
+			} else {
 				refused <- mcptest.Text(res)
 			}
 		}()
@@ -576,7 +578,9 @@ func TestSSESessionCallsAreBounded(t *testing.T) {
 	for i := range 16 {
 		select {
 		case text := <-refused:
-			if !strings.Contains(text, "too many calls in flight in this session: 4") {
+			// Refused by the gate (429) once the session's calls are at maxCalls, or by the
+			// proxy for a call that passed the gate while others were on their way in.
+			if !strings.Contains(text, "429") && !strings.Contains(text, "too many calls in flight in this session: 4") {
 				t.Fatalf("call %d answered %q, want it refused past maxCalls", i, text)
 			}
 		case <-time.After(20 * time.Second):
@@ -587,6 +591,11 @@ func TestSSESessionCallsAreBounded(t *testing.T) {
 	case text := <-refused:
 		t.Errorf("a call within maxCalls answered %q; it should still hang", text)
 	case <-time.After(200 * time.Millisecond):
+	}
+	id := c.GetTransport().(*transport.SSE).GetEndpoint().Query().Get("sessionId")
+	r := post(t, url+"/message?sessionId="+id, nil, `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"github__hang","arguments":{}}}`)
+	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+		t.Errorf("POST /message with maxCalls in flight = %d, want 429 with Retry-After", r.StatusCode)
 	}
 }
 
@@ -652,5 +661,26 @@ func TestSessionBelongsToItsToken(t *testing.T) {
 	}
 	if r := post(t, url+"/message?sessionId="+sseID, map[string]string{"Authorization": "Bearer " + alice}, `{"jsonrpc":"2.0","id":9,"method":"ping"}`); r.StatusCode/100 != 2 {
 		t.Errorf("POST /message by the owner = %d", r.StatusCode)
+	}
+}
+
+// TestHTTPServerThatStopsReading: over HTTP too, a server that stops reading its stdin costs
+// one call callTimeout, other servers answer meanwhile, and toolsift still shuts down
+// cleanly on SIGTERM (serveHTTP's cleanup checks it exits 0 within 15s).
+func TestHTTPServerThatStopsReading(t *testing.T) {
+	url := serveHTTP(t, fmt.Sprintf("callTimeout: 3s\nmcpServers:\n  a:\n    command: %q\n  b:\n    command: %q\n", fixtureBin, fixtureBin))
+	s := connectHTTP(t, url)
+	s.call(t, "tool_search", map[string]any{"query": "select:a__freeze,a__echo,b__echo"})
+	s.call(t, "a__freeze", map[string]any{}) // answers at callTimeout; a reads nothing from then on
+	start := time.Now()
+	res := s.call(t, "a__echo", map[string]any{"message": strings.Repeat("x", 256<<10)})
+	if !res.IsError || !strings.Contains(mcptest.Text(res), `upstream "a"`) {
+		t.Errorf("a call to a server that stopped reading = %.200s, want an error naming it", mcptest.Text(res))
+	}
+	if d := time.Since(start); d > time.Minute { // a hang, not a slow machine
+		t.Errorf("the call took %v with callTimeout 3s", d)
+	}
+	if res := s.call(t, "b__echo", map[string]any{"message": "fine"}); res.IsError {
+		t.Errorf("b = %.200s", mcptest.Text(res))
 	}
 }
