@@ -178,21 +178,54 @@ func TestHTTPSessionsAreIsolated(t *testing.T) {
 	}
 }
 
+// post sends a JSON-RPC body as an MCP client does and returns the response, its body read.
 func post(t *testing.T, url string, headers map[string]string, body string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	resp, _ := do(t, http.MethodPost, url, headers, body)
+	return resp
+}
+
+// do sends a request with the headers an MCP client sends, and these (a "Host" header sets
+// the request's host), and returns the response and its body.
+func do(t *testing.T, method, url string, headers map[string]string, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
+	if h := headers["Host"]; h != "" {
+		req.Host = h
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.Copy(io.Discard, resp.Body)
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp
+	return resp, b
+}
+
+// connectSSE opens and initializes a session over the legacy SSE transport. ctx bounds the
+// session's stream; the test's cleanup closes the client.
+func connectSSE(t *testing.T, ctx context.Context, url string, headers map[string]string) *mcpclient.Client {
+	t.Helper()
+	c, err := mcpclient.NewSSEMCPClient(url+"/sse", transport.WithHeaders(headers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
@@ -296,20 +329,7 @@ func TestHTTPRefusesAnOpenBindWithoutAuth(t *testing.T) {
 
 func TestHTTPLegacySSE(t *testing.T) {
 	url := serveHTTP(t, "mcpServers:"+githubFixture(t, ""))
-	c, err := mcpclient.NewSSEMCPClient(url + "/sse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	req.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
-	if _, err := c.Initialize(context.Background(), req); err != nil {
-		t.Fatal(err)
-	}
+	c := connectSSE(t, context.Background(), url, nil)
 	call := mcp.CallToolRequest{}
 	call.Params.Name = "call_tool"
 	call.Params.Arguments = map[string]any{"name": "github__echo", "arguments": map[string]any{"message": "over sse"}}
@@ -501,19 +521,7 @@ func TestReadyzKeepsSecrets(t *testing.T) {
 	const token = "readyz-token-0123456789"
 	url := serveHTTP(t, fmt.Sprintf("auth: {tokens: [%q]}\nmcpServers:%s  broken:\n    command: %q\n    args: [--fail, \"invalid API key sk-live-SECRET\"]\n", token, githubFixture(t, ""), fixtureBin))
 	get := func(path string, headers map[string]string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, url+path, nil)
-		for k, v := range headers {
-			req.Header.Set(k, v)
-		}
-		if h := headers["Host"]; h != "" {
-			req.Host = h
-		}
-		r, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Body.Close()
-		b, _ := io.ReadAll(r.Body)
+		r, b := do(t, http.MethodGet, url+path, headers, "")
 		return r.StatusCode, string(b)
 	}
 	deadline := time.Now().Add(20 * time.Second)
@@ -545,22 +553,9 @@ func TestReadyzKeepsSecrets(t *testing.T) {
 // once rather than piling up.
 func TestSSESessionCallsAreBounded(t *testing.T) {
 	url := serveHTTP(t, "maxCalls: 4\ncallTimeout: 5m\nmcpServers:"+githubFixture(t, ""))
-	c, err := mcpclient.NewSSEMCPClient(url + "/sse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // ends the hung calls
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	req.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		t.Fatal(err)
-	}
+	c := connectSSE(t, ctx, url, nil)
 	refused := make(chan string, 20)
 	for range 20 {
 		go func() {
@@ -617,17 +612,7 @@ func TestSessionBelongsToItsToken(t *testing.T) {
 		{http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`},
 		{http.MethodDelete, ``},
 	} {
-		req, _ := http.NewRequest(m.method, url+"/mcp", strings.NewReader(m.body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+bob)
-		req.Header.Set("Mcp-Session-Id", id)
-		r, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(r.Body)
-		r.Body.Close()
+		r, b := do(t, m.method, url+"/mcp", map[string]string{"Authorization": "Bearer " + bob, "Mcp-Session-Id": id}, m.body)
 		if r.StatusCode != http.StatusNotFound || strings.Contains(string(b), "github__create_issue") {
 			t.Errorf("%s with another token's session = %d %s, want 404", m.method, r.StatusCode, b)
 		}
@@ -637,20 +622,7 @@ func TestSessionBelongsToItsToken(t *testing.T) {
 	}
 
 	// Legacy SSE: the session's ID is in the endpoint event.
-	c, err := mcpclient.NewSSEMCPClient(url+"/sse", transport.WithHeaders(map[string]string{"Authorization": "Bearer " + alice}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
-	if _, err := c.Initialize(context.Background(), init); err != nil {
-		t.Fatal(err)
-	}
+	c := connectSSE(t, context.Background(), url, map[string]string{"Authorization": "Bearer " + alice})
 	sseID := c.GetTransport().(*transport.SSE).GetEndpoint().Query().Get("sessionId")
 	if sseID == "" {
 		t.Fatal("no SSE session id in the endpoint")

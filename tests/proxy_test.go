@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -837,16 +836,7 @@ func TestBigRequestIDsComeBackAsSent(t *testing.T) {
 	url := serveHTTP(t, "mcpServers:"+githubFixture(t, ""))
 	init := post(t, url+"/mcp", nil, initBody)
 	session := init.Header.Get("Mcp-Session-Id")
-	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", session)
-	r, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(r.Body)
-	r.Body.Close()
+	_, body := do(t, http.MethodPost, url+"/mcp", map[string]string{"Mcp-Session-Id": session}, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
 	if !bytes.Contains(body, []byte(`"id":`+id+`,`)) {
 		t.Errorf("HTTP: answer %s, want id %s as sent", body, id)
 	}
