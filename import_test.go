@@ -115,7 +115,7 @@ func TestImportCmd(t *testing.T) {
 }
 
 func TestImportCmdArgs(t *testing.T) {
-	home, project := fakeUser(t)
+	_, project := fakeUser(t)
 	mcp := filepath.Join(project, "servers.json")
 	os.WriteFile(mcp, []byte(`{"mcpServers": {"a": {"command": "x"}}}`), 0o644)
 	broken := filepath.Join(project, "broken.json")
@@ -143,20 +143,11 @@ func TestImportCmdArgs(t *testing.T) {
 		{"missing file", []string{filepath.Join(project, "nope.json")}, "", "", "nope.json", false},
 		{"no such client configured", []string{"--client", "opencode"}, "", "", "no opencode configuration found in ~ or " + project + ": name the files to read", false},
 	}
-	_ = home
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			err := importCmd(context.Background(), tt.args, &stdout, &stderr)
-			if tt.wantErr == "" && err != nil {
-				t.Fatalf("import %q = %v\nstderr: %s", tt.args, err, stderr.String())
-			}
-			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Fatalf("import %q = %v, want an error containing %q", tt.args, err, tt.wantErr)
-			}
-			if err != nil && errors.Is(err, errUsage) != tt.errUsage {
-				t.Errorf("errors.Is(%v, errUsage) = %v, want %v", err, !tt.errUsage, tt.errUsage)
-			}
+			checkErr(t, "import", tt.args, err, tt.wantErr, tt.errUsage, stderr.String())
 			if !strings.Contains(stdout.String(), tt.wantOut) {
 				t.Errorf("stdout lacks %q:\n%s", tt.wantOut, stdout.String())
 			}
@@ -181,5 +172,20 @@ func TestImportCmdBrokenDiscovered(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "github:") {
 		t.Errorf("the other files were not imported:\n%s", stdout.String())
+	}
+}
+
+// checkErr checks what a command returned: no error when wantErr is empty, else one that
+// holds it and is (or is not, as usage says) a usage error.
+func checkErr(t *testing.T, cmd string, args []string, err error, wantErr string, usage bool, stderr string) {
+	t.Helper()
+	if wantErr == "" && err != nil {
+		t.Fatalf("%s %q = %v\nstderr: %s", cmd, args, err, stderr)
+	}
+	if wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)) {
+		t.Fatalf("%s %q = %v, want an error containing %q", cmd, args, err, wantErr)
+	}
+	if err != nil && errors.Is(err, errUsage) != usage {
+		t.Errorf("%s %q: errors.Is(%v, errUsage) = %v, want %v", cmd, args, err, !usage, usage)
 	}
 }

@@ -113,15 +113,7 @@ func TestSetupCmdArgs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			err := setupCmd(context.Background(), tt.args, &stdout, &stderr)
-			if tt.wantErr == "" && err != nil {
-				t.Fatalf("setup %q = %v", tt.args, err)
-			}
-			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Fatalf("setup %q = %v, want an error containing %q", tt.args, err, tt.wantErr)
-			}
-			if err != nil && errors.Is(err, errUsage) != tt.errUsage {
-				t.Errorf("errors.Is(%v, errUsage) = %v, want %v", err, !tt.errUsage, tt.errUsage)
-			}
+			checkErr(t, "setup", tt.args, err, tt.wantErr, tt.errUsage, stderr.String())
 			if !strings.Contains(stdout.String(), tt.wantOut) {
 				t.Errorf("stdout lacks %q:\n%s", tt.wantOut, stdout.String())
 			}
