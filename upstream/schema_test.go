@@ -73,3 +73,29 @@ func TestRenameArgs(t *testing.T) {
 		t.Errorf("renameArgs without names = %s", got)
 	}
 }
+
+func TestObjectSchema(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"type":"object","properties":{}}`, `{"type":"object","properties":{}}`},    // kept byte for byte
+		{`{ "properties" : {"a":{}} }`, `{"type":"object","properties" : {"a":{}} }`}, // gitlab-like: type added
+		{`{"$schema":"http://json-schema.org/draft-07/schema#"}`, `{"type":"object","$schema":"http://json-schema.org/draft-07/schema#"}`},
+		{`{}`, `{"type":"object"}`},
+		{" \n{ \n}\n", `{"type":"object"}`},
+		{`{"type":["object","null"]}`, `{"type":["object","null"]}`}, // another type is the server's to say
+		{`{"anyOf":[{"type":"object"}]}`, `{"type":"object","anyOf":[{"type":"object"}]}`},
+		{`null`, `null`},
+		{`[1]`, `[1]`},
+		{`"x"`, `"x"`},
+		{`{"a":`, `{"a":`}, // not JSON: left alone
+		{``, ``},
+	}
+	for _, tt := range tests {
+		got := string(objectSchema(json.RawMessage(tt.in)))
+		if got != tt.want {
+			t.Errorf("objectSchema(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if tt.in != tt.want && !json.Valid([]byte(got)) {
+			t.Errorf("objectSchema(%q) = %q is not JSON", tt.in, got)
+		}
+	}
+}
