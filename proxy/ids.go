@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"regexp"
+
+	"github.com/toolsift/toolsift/internal/jsonrpc"
 )
 
 // mcp-go decodes a request's id into an interface, so a numeric id becomes a float64 and
@@ -13,18 +15,13 @@ import (
 // bigIDPrefix marks an id toolsift turned from a number into a string.
 const bigIDPrefix = "toolsift-id:"
 
-// topID finds a message's top-level "id" member with an integer value of 16 digits or more
-// (a float64 holds integers exactly to 2^53, 16 digits). It assumes the id comes before any
-// member whose value holds an "id" of its own, as every client writes it: jsonrpc, id, method.
-var topID = regexp.MustCompile(`^\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\]*"\s*,)*\s*"id"\s*:\s*(-?[0-9]{16,})\s*[,}]`)
-
-// wrapBigID returns msg with a top-level id too big for a float64 written as a string.
+// wrapBigID returns msg with a top-level id too big for a float64 (an integer of 16 digits
+// or more: a float64 holds integers exactly to 2^53) written as a string.
 func wrapBigID(msg []byte) []byte {
-	m := topID.FindSubmatchIndex(msg)
-	if m == nil {
+	start, end, ok := jsonrpc.IDSpan(msg)
+	if !ok || !bigInteger.Match(msg[start:end]) {
 		return msg
 	}
-	start, end := m[2], m[3]
 	out := make([]byte, 0, len(msg)+len(bigIDPrefix)+2)
 	out = append(out, msg[:start]...)
 	out = append(out, '"')
@@ -33,6 +30,8 @@ func wrapBigID(msg []byte) []byte {
 	out = append(out, '"')
 	return append(out, msg[end:]...)
 }
+
+var bigInteger = regexp.MustCompile(`^-?[0-9]{16,}$`)
 
 // wrappedID finds an id wrapBigID made, as mcp-go writes it back.
 var wrappedID = regexp.MustCompile(`"id":"` + bigIDPrefix + `(-?[0-9]+)"`)

@@ -7,7 +7,8 @@ func TestBigIDs(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`, `{"jsonrpc":"2.0","id":"toolsift-id:123456789012345678901234567890","method":"ping"}`},
 		{`{"jsonrpc": "2.0", "id": -1234567890123456789, "method": "ping"}`, `{"jsonrpc": "2.0", "id": "toolsift-id:-1234567890123456789", "method": "ping"}`},
 		{`{"id":9007199254740993}`, `{"id":"toolsift-id:9007199254740993"}`},
-		{`{"jsonrpc":"2.0","id":42,"method":"ping"}`, `{"jsonrpc":"2.0","id":42,"method":"ping"}`}, // small: as it is
+		{`{"method":"ping","jsonrpc":"2.0","id":1234567890123456789}`, `{"method":"ping","jsonrpc":"2.0","id":"toolsift-id:1234567890123456789"}`}, // TypeScript: id last
+		{`{"jsonrpc":"2.0","id":42,"method":"ping"}`, `{"jsonrpc":"2.0","id":42,"method":"ping"}`},                                                 // small: as it is
 		{`{"jsonrpc":"2.0","id":"123456789012345678901234567890","method":"ping"}`, `{"jsonrpc":"2.0","id":"123456789012345678901234567890","method":"ping"}`},
 		{`{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"id":12345678901234567890}},"id":1}`, `{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"id":12345678901234567890}},"id":1}`}, // an argument is no id
 		{`{"jsonrpc":"2.0","id":1.5e300,"method":"ping"}`, `{"jsonrpc":"2.0","id":1.5e300,"method":"ping"}`},

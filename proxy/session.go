@@ -307,8 +307,8 @@ type responseWatcher struct {
 	mu sync.Mutex // serializes writes to w: mcp-go's, and toolsift's own refusals
 	w  io.Writer
 	s  *Server
-	// answered, if set, is told of each response written (see drainReader).
-	answered func()
+	// answered, if set, is told the id of each answer written (see drainReader).
+	answered func(id []byte)
 }
 
 // Write writes p, one JSON-RPC message, and then, if it was a pending tools/list response,
@@ -320,8 +320,10 @@ func (rw *responseWatcher) Write(p []byte) (int, error) {
 	if err == nil {
 		n = len(p)
 	}
-	if rw.answered != nil && isResponse(p) {
-		rw.answered()
+	if rw.answered != nil {
+		if id, ok := responseID(p); ok {
+			rw.answered(id)
+		}
 	}
 	if bytes.Contains(p, []byte(`"tools":[`)) {
 		var m struct {

@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/toolsift/toolsift/internal/jsonrpc"
 )
 
 // ServeStdio serves one client over in and out until in ends or ctx is done. Only JSON-RPC
@@ -47,7 +47,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 				watcher.Write([]byte(msg))
 			}
 		}}
-	watcher.answered = func() { input.pending.Add(-1) }
+	watcher.answered = input.owed.answered
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
@@ -60,10 +60,10 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		defer grace.Stop()
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
-		for input.pending.Load() > 0 {
+		for input.owed.len() > 0 {
 			select {
 			case <-grace.C:
-				s.log.Warn("requests unanswered at shutdown", "pending", input.pending.Load(), "grace", s.opts.ShutdownGrace.String())
+				s.log.Warn("requests unanswered at shutdown", "pending", input.owed.len(), "grace", s.opts.ShutdownGrace.String())
 				stop()
 				return
 			case <-tick.C:
@@ -80,17 +80,16 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	return err
 }
 
-// drainReader reads a client's requests a line at a time, counting those not yet answered
+// drainReader reads a client's requests a line at a time, noting which are owed an answer
 // and carrying big numeric ids through mcp-go (see wrapBigID), until stopped; from then on
 // it reads nothing (what comes after a SIGTERM is not taken), and ends once released.
 type drainReader struct {
 	r        io.Reader
 	stopped  <-chan struct{}
 	released <-chan struct{}
-	// pending counts requests read and not yet answered; responseWatcher counts answers.
-	pending atomic.Int64
-
-	// maxLine bounds a request; refuse is told the id (nil if none was found) of one over it.
+	owed     owedSet
+	// maxLine bounds a request; refuse is told, once the line has ended, the id (nil if none
+	// was found) of one over it.
 	maxLine int
 	refuse  func(id []byte)
 
@@ -98,6 +97,8 @@ type drainReader struct {
 	buf      [32 << 10]byte
 	partial  []byte // the start of a line whose end has not been read
 	skipping bool   // the rest of a line over maxLine is being read and dropped
+	head     []byte // while skipping: the line's start, and
+	tail     []byte // its last bytes, where the id may be
 	out      []byte // checked lines, to hand out
 	err      error  // the reader's error, once out is spent
 }
@@ -137,82 +138,107 @@ func (d *drainReader) isStopped() bool {
 	}
 }
 
+// endsKept is how much of each end of a line over maxLine is kept, to find its id.
+const endsKept = 4096
+
 // take adds what was read: each line it completes, checked, to out.
 func (d *drainReader) take(b []byte) {
-	for {
+	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
+		chunk := b
+		if i >= 0 {
+			chunk = b[:i]
+		}
+		switch {
+		case d.skipping:
+			d.tail = append(d.tail, chunk...)
+			d.tail = d.tail[max(0, len(d.tail)-endsKept):]
+		case len(d.partial)+len(chunk) > d.maxLine:
+			d.head = append(d.partial[:min(len(d.partial), endsKept):min(len(d.partial), endsKept)], chunk[:min(len(chunk), max(0, endsKept-len(d.partial)))]...)
+			d.tail = append([]byte(nil), chunk[max(0, len(chunk)-endsKept):]...)
+			d.partial, d.skipping = nil, true
+		default:
+			d.partial = append(d.partial, chunk...)
+		}
+		if i < 0 {
+			return
+		}
 		if d.skipping {
-			if i < 0 {
-				return
-			}
-			d.skipping, b = false, b[i+1:]
-			continue
-		}
-		if i < 0 || len(d.partial)+i > d.maxLine {
-			if i < 0 {
-				d.partial = append(d.partial, b...)
-			} else {
-				d.partial = append(d.partial, b[:i]...)
-			}
-			if len(d.partial) <= d.maxLine {
-				return
-			}
-			var id []byte
-			if m := requestID.FindSubmatch(d.partial[:min(len(d.partial), 4096)]); m != nil {
-				id = m[1]
-			}
-			d.refuse(id)
+			d.refuse(jsonrpc.IDOfEnds(d.head, d.tail))
+			d.skipping, d.head, d.tail = false, nil, nil
+		} else {
+			line := append(d.partial, '\n')
 			d.partial = nil
-			if i < 0 {
-				d.skipping = true
-				return
-			}
-			b = b[i+1:]
-			continue
+			d.out = append(d.out, d.line(line)...)
 		}
-		line := b[:i+1]
-		if len(d.partial) > 0 {
-			line = append(d.partial, line...)
-			d.partial = nil
-		}
-		d.out = append(d.out, d.line(line)...)
 		b = b[i+1:]
 	}
 }
 
-// line counts a request and wraps a big id.
+// line notes a request as owed an answer and wraps a big id.
 func (d *drainReader) line(line []byte) []byte {
-	if isRequest(line) {
-		d.pending.Add(1)
+	line = wrapBigID(line) // first: the answer carries the id as mcp-go saw it
+	if id, ok := requestID(line); ok {
+		d.owed.add(string(id))
 	}
-	return wrapBigID(line)
+	return line
 }
 
-// requestID finds a request's id near its start.
-var requestID = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")`)
+// owedSet holds the ids of the requests read and not yet answered. The reader adds, the
+// writer of answers takes away; answers to no request on the list (a parse error's, a
+// refusal's) change nothing.
+type owedSet struct {
+	mu  sync.Mutex // guards ids
+	ids map[string]bool
+}
 
-// isRequest reports whether a client's line is a request, which gets an answer.
-func isRequest(line []byte) bool {
+func (o *owedSet) add(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ids == nil {
+		o.ids = map[string]bool{}
+	}
+	o.ids[id] = true
+}
+
+func (o *owedSet) answered(id []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.ids, string(id))
+}
+
+func (o *owedSet) len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.ids)
+}
+
+// requestID returns a client's request's id, if the line is a request (a notification or
+// an answer to toolsift is not).
+func requestID(line []byte) ([]byte, bool) {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
-	return json.Unmarshal(line, &m) == nil && len(m.ID) > 0 && m.Method != ""
+	if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 || m.Method == "" {
+		return nil, false
+	}
+	return m.ID, true
 }
 
-// isResponse reports whether a message toolsift writes is an answer to a request. mcp-go
-// writes an answer's members in the order jsonrpc, id, result or error, and a request of
-// its own with method after id.
-func isResponse(p []byte) bool {
-	rest, ok := bytes.CutPrefix(p, []byte(`{"jsonrpc":"2.0","id":`))
+// responseID returns the id of an answer toolsift writes, as mcp-go writes it: jsonrpc, id,
+// then result or error (a request of toolsift's own has method after the id).
+func responseID(p []byte) ([]byte, bool) {
+	if !bytes.HasPrefix(p, []byte(`{"jsonrpc":"2.0","id":`)) {
+		return nil, false
+	}
+	start, end, ok := jsonrpc.IDSpan(p)
 	if !ok {
-		return false
+		return nil, false
 	}
-	head := rest[:min(len(rest), 128)]
-	r, e, m := bytes.Index(head, []byte(`"result":`)), bytes.Index(head, []byte(`"error":`)), bytes.Index(head, []byte(`"method":`))
-	first := r
-	if first < 0 || e >= 0 && e < first {
-		first = e
+	after := bytes.TrimLeft(p[end:], ", ")
+	if !bytes.HasPrefix(after, []byte(`"result":`)) && !bytes.HasPrefix(after, []byte(`"error":`)) {
+		return nil, false
 	}
-	return first >= 0 && (m < 0 || first < m)
+	return p[start:end], true
 }
