@@ -8,7 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"regexp"
+
+	"github.com/toolsift/toolsift/internal/jsonrpc"
 )
 
 // DefaultMaxMessageBytes bounds one message from a stdio server when its configuration sets
@@ -50,56 +51,70 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 		if g.err != nil {
 			return 0, g.err
 		}
-		line, over, err := g.readLine()
+		line, tail, over, err := g.readLine()
 		g.err = err
-		g.out = g.check(line, over)
+		if over {
+			g.out = g.tooLarge(line, tail)
+		} else {
+			g.out = g.check(line)
+		}
 	}
 	n := copy(p, g.out)
 	g.out = g.out[n:]
 	return n, nil
 }
 
-// readLine reads one line, newline included. Past max bytes it keeps only the start (where
-// a message's id is) and reports over.
-func (g *lineGuard) readLine() (line []byte, over bool, err error) {
+// endsKept is how much of each end of a message over the limit is kept: its id is at one of
+// them.
+const endsKept = 4096
+
+// readLine reads one line, newline included. Past max bytes it keeps only the line's first
+// and last bytes (where its id is), and reports over.
+func (g *lineGuard) readLine() (line, tail []byte, over bool, err error) {
 	for {
 		chunk, err := g.r.ReadSlice('\n')
-		if !over {
+		if over {
+			tail = append(tail, chunk...)
+			tail = tail[max(0, len(tail)-endsKept):]
+		} else {
 			line = append(line, chunk...)
 			if len(line) > g.max {
-				line, over = line[:min(len(line), 4096)], true
+				tail = append([]byte(nil), line[max(0, len(line)-endsKept):]...)
+				n := min(len(line), endsKept)
+				line, over = line[:n:n], true
 			}
 		}
 		if err != bufio.ErrBufferFull {
-			return line, over, err
+			return line, tail, over, err
 		}
 	}
 }
 
-// idField finds a JSON-RPC message's id near its start.
-var idField = regexp.MustCompile(`"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?[0-9]+)`)
+// tooLarge answers, in the server's place, a message over the limit that answers a request
+// of toolsift's; any other is dropped.
+func (g *lineGuard) tooLarge(head, tail []byte) []byte {
+	id := jsonrpc.IDOfEnds(head, bytes.TrimSpace(tail))
+	answer := id != nil && !bytes.Contains(head, []byte(`"method"`)) && !bytes.Contains(tail, []byte(`"method"`))
+	if !answer {
+		g.log.Warn("upstream message dropped: too large", "max_bytes", g.max)
+		return nil
+	}
+	g.log.Warn("upstream answer too large: answered with an error", "id", string(id), "max_bytes", g.max)
+	msg, _ := json.Marshal(fmt.Sprintf("the answer was over %d bytes, toolsift's limit (maxResultBytes)", g.max))
+	return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":%s}}`+"\n", id, msg))
+}
 
-func (g *lineGuard) check(line []byte, over bool) []byte {
+func (g *lineGuard) check(line []byte) []byte {
 	text := bytes.TrimSpace(line)
 	if len(text) == 0 {
 		return line
-	}
-	if over {
-		m := idField.FindSubmatch(text)
-		if m == nil || !bytes.Contains(text, []byte(`"result"`)) && !bytes.Contains(text, []byte(`"error"`)) {
-			g.log.Warn("upstream message dropped: too large", "max_bytes", g.max)
-			return nil
-		}
-		g.log.Warn("upstream answer too large: answered with an error", "id", string(m[1]), "max_bytes", g.max)
-		msg := fmt.Sprintf("the answer was over %d bytes, toolsift's limit (maxResultBytes)", g.max)
-		b, _ := json.Marshal(msg)
-		return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":%s}}`+"\n", m[1], b))
 	}
 	if text[0] != '{' && text[0] != '[' {
 		g.log.Warn("upstream wrote a line that is not JSON-RPC: ignored", "line", string(text[:min(len(text), 200)]))
 		return nil
 	}
-	if depth(text) <= maxToolDepth {
+	// Counting brackets is cheaper than scanning, and enough for almost every message.
+	if bytes.Count(text, []byte("{"))+bytes.Count(text, []byte("[")) <= maxToolDepth || depth(text) <= maxToolDepth {
 		return line
 	}
 	return g.dropDeepTools(line)

@@ -19,6 +19,9 @@ func TestLineGuard(t *testing.T) {
 	deep := `{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"deep","inputSchema":` + deepSchema(600) + `},{"name":"b","inputSchema":{}}],"nextCursor":"x"}}` + "\n"
 	big := `{"jsonrpc":"2.0","id":"r-7","result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 200<<10) + `"}]}}` + "\n"
 	bigNote := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("x", 200<<10) + `"}}` + "\n"
+	// As the TypeScript SDK writes an answer: id last, and another "id" inside.
+	tsBig := `{"result":{"content":[{"type":"text","id":3,"text":"` + strings.Repeat("x", 200<<10) + `"}]},"jsonrpc":"2.0","id":7}` + "\n"
+	bigRequest := `{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{"x":"` + strings.Repeat("x", 200<<10) + `"}}` + "\n"
 	tests := []struct {
 		name, in, want, log string
 	}{
@@ -30,6 +33,8 @@ func TestLineGuard(t *testing.T) {
 			"tool=deep"},
 		{"an answer over the limit", big, `{"jsonrpc":"2.0","id":"r-7","error":{"code":-32603,"message":"the answer was over 102400 bytes, toolsift's limit (maxResultBytes)"}}` + "\n", "too large"},
 		{"a notification over the limit", bigNote + fine, fine, "dropped: too large"},
+		{"an answer over the limit, id last", tsBig, `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"the answer was over 102400 bytes, toolsift's limit (maxResultBytes)"}}` + "\n", "too large"},
+		{"a request over the limit is no answer", bigRequest + fine, fine, "dropped: too large"},
 		{"last line without newline", `{"jsonrpc":"2.0","id":9,"result":{}}`, `{"jsonrpc":"2.0","id":9,"result":{}}`, ""},
 	}
 	for _, tt := range tests {
@@ -84,5 +89,14 @@ func TestDepth(t *testing.T) {
 		if got := depth([]byte(tt.in)); got != tt.want {
 			t.Errorf("depth(%s) = %d, want %d", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestLineGuardTinyLimit: a limit below what is kept of a message's ends still works.
+func TestLineGuardTinyLimit(t *testing.T) {
+	g := newLineGuard(strings.NewReader(`{"jsonrpc":"2.0","id":1,"result":{"x":"0123456789"}}`+"\n"), 10, slog.New(slog.DiscardHandler))
+	got, _ := io.ReadAll(g)
+	if !strings.Contains(string(got), `"id":1,"error"`) {
+		t.Errorf("read %s, want an error answer for id 1", got)
 	}
 }
