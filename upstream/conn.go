@@ -84,7 +84,7 @@ func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, 
 			return nil, Info{}, err
 		}
 		// mcp-go's transports log through the default logger; so does the guard.
-		in := &deadlineWriter{f: proc.stdin, timeout: cmp.Or(srv.CallTimeout, DefaultCallTimeout)}
+		in := &stdinWriter{proc: proc, timeout: cmp.Or(srv.CallTimeout, DefaultCallTimeout)}
 		tr = transport.NewIO(newLineGuard(proc.stdout, srv.MaxResultBytes, slog.Default().With("upstream", srv.Name)), in, nil)
 	case config.TypeHTTP:
 		t, err := transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPBasicClient(limitedClient(srv.MaxResultBytes)))

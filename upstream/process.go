@@ -77,26 +77,31 @@ func startProcess(srv config.Server, stderr io.Writer) (*process, error) {
 	return p, nil
 }
 
-// deadlineWriter writes a server's standard input, giving up on a write that the server
-// does not take within timeout. A server that stops reading would otherwise hold the
-// transport's write lock for ever, and every call to it behind that lock.
-type deadlineWriter struct {
-	f       *os.File
+// stdinWriter writes a server's standard input, giving up on a write that the server does
+// not take within timeout. A server that stops reading would otherwise hold the transport's
+// write lock for ever, and every call to it behind that lock. Giving up once is enough: the
+// process is then stopped, which fails the writes queued behind at once, and its exit ends
+// the connection, so the supervisor starts it anew (a half-written message has spoilt the
+// stream anyway).
+type stdinWriter struct {
+	proc    *process
 	timeout time.Duration
 }
 
-func (w *deadlineWriter) Write(p []byte) (int, error) {
-	if err := w.f.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
-		return w.f.Write(p) // a file without deadlines: nothing better to do
+func (w *stdinWriter) Write(p []byte) (int, error) {
+	if err := w.proc.stdin.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
+		return w.proc.stdin.Write(p) // a file without deadlines: nothing better to do
 	}
-	n, err := w.f.Write(p)
+	n, err := w.proc.stdin.Write(p)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		err = fmt.Errorf("the server took no input for %v (callTimeout): it stopped reading", w.timeout)
+		// Close is idempotent, and the connection's Close waits for it.
+		go w.proc.Close()
+		err = fmt.Errorf("the server took no input for %v (callTimeout): it stopped reading, and is restarted", w.timeout)
 	}
 	return n, err
 }
 
-func (w *deadlineWriter) Close() error { return w.f.Close() }
+func (w *stdinWriter) Close() error { return w.proc.stdin.Close() }
 
 // Close stops the child in the specification's order and reaps it. It is idempotent.
 func (p *process) Close() error {

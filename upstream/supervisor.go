@@ -121,7 +121,9 @@ func (s *server) connect(ctx context.Context) error {
 	if s.shared.client != nil {
 		peer = serverClient{client: s.shared.client, s: s}
 	}
-	conn, info, err := s.shared.dial(attempt, s.cfg, s.stderr, s.notified, peer)
+	cfg := s.cfg
+	cfg.CallTimeout = s.callTimeout // the server's own, or the pool's
+	conn, info, err := s.shared.dial(attempt, cfg, s.stderr, s.notified, peer)
 	timedOut := func(err error) error {
 		if attempt.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 			return fmt.Errorf("not started within %v (startupTimeout): %w", s.startupTimeout, err)
