@@ -322,14 +322,15 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 		defer remove()
 		params["_meta"] = map[string]any{"progressToken": tok}
 	}
-	if err := s.enterCall(ctx); err != nil {
+	deadline := time.Now().Add(s.callTimeout)
+	if err := s.enterCall(ctx, deadline); err != nil {
 		s.log.Warn("upstream call not sent", "tool", t.Name, "concurrency", cap(s.slots), "error", err)
 		return nil, fmt.Errorf("upstream %q: calling %s: %w", t.Server, t.Name, err)
 	}
 	defer s.leaveCall()
 	raw, _ := json.Marshal(params)
 	start := time.Now()
-	res, err := s.request(ctx, "tools/call", json.RawMessage(raw))
+	res, err := s.requestBy(ctx, deadline, "tools/call", json.RawMessage(raw))
 	if err != nil {
 		s.log.Warn("upstream call failed", "tool", t.Name, "duration_ms", time.Since(start).Milliseconds(), "error", err)
 		return nil, fmt.Errorf("upstream %q: calling %s: %w", t.Server, t.Name, err)
@@ -356,8 +357,14 @@ func (p *Pool) Request(ctx context.Context, serverName, method string, params an
 // down is waited for, and an idle one started; the wait and the request together get the
 // server's callTimeout.
 func (s *server) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return s.requestBy(ctx, time.Now().Add(s.callTimeout), method, params)
+}
+
+// requestBy is request with the time the call's callTimeout runs out, which a tool call
+// also spends waiting for a slot (see enterCall).
+func (s *server) requestBy(ctx context.Context, deadline time.Time, method string, params any) (json.RawMessage, error) {
 	timeout := s.callTimeout
-	reqCtx, cancel := context.WithTimeout(ctx, timeout)
+	reqCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	for retried := false; ; retried = true {
 		conn, done, err := s.await(reqCtx)

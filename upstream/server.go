@@ -209,15 +209,15 @@ func (s *server) notified(method string, params json.RawMessage) {
 	}
 }
 
-// enterCall takes one of the server's slots for a tool call, waiting for one within
-// callTimeout, or until ctx ends.
-func (s *server) enterCall(ctx context.Context) error {
+// enterCall takes one of the server's slots for a tool call, waiting for one until the
+// call's deadline, or until ctx ends.
+func (s *server) enterCall(ctx context.Context, deadline time.Time) error {
 	select {
 	case s.slots <- struct{}{}:
 		return nil
 	default:
 	}
-	t := time.NewTimer(s.callTimeout)
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case s.slots <- struct{}{}:
