@@ -30,7 +30,8 @@ type HTTPOptions struct {
 	SessionIdleTimeout time.Duration
 	// MaxBodyBytes limits a request body; 0 means 4 MiB.
 	MaxBodyBytes int64
-	// MaxSessionRequests limits the requests one session may have in flight; 0 means 32.
+	// MaxSessionRequests limits the requests one session may have in flight; 0 means the
+	// server's MaxCalls and 8 more (40 by default), so that hung calls leave room for searches.
 	MaxSessionRequests int
 }
 
@@ -51,7 +52,8 @@ func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, func(context.Conte
 		opts.MaxBodyBytes = 4 << 20
 	}
 	if opts.MaxSessionRequests == 0 {
-		opts.MaxSessionRequests = 32
+		// Room beside MaxCalls hung calls for searches and lists, as over stdio.
+		opts.MaxSessionRequests = s.opts.MaxCalls + 8
 	}
 	streamable := server.NewStreamableHTTPServer(s.mcp,
 		server.WithStateful(true),
@@ -285,6 +287,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A body of unstated length is cut off at the limit instead.
 	r.Body = http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes)
+	var method string // of a request; "" for a notification or an answer
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -296,8 +299,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w = idWriter{w}
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		_, method, _ = request(body)
 	}
-	if id := r.Header.Get(server.HeaderKeySessionID); id != "" && r.Method == http.MethodPost {
+	// Only requests count: a cancellation must get through to the calls it cancels.
+	if id := r.Header.Get(server.HeaderKeySessionID); id != "" && method != "" {
 		if !g.enter(id) {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "Too many requests in flight for this session", http.StatusTooManyRequests)
@@ -306,9 +311,9 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer g.leave(id)
 	}
 	// The legacy SSE transport accepts a message at once and answers on the stream, so its
-	// requests in flight cannot be counted here: refuse while the session's calls are at
-	// maxCalls instead.
-	if id := r.URL.Query().Get("sessionId"); id != "" && r.URL.Path == "/message" && r.Method == http.MethodPost && g.busy(id) {
+	// requests in flight cannot be counted here: refuse a call while the session's calls are
+	// at maxCalls instead (a search, a ping or a cancellation goes through).
+	if id := r.URL.Query().Get("sessionId"); id != "" && r.URL.Path == "/message" && method == "tools/call" && g.busy(id) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "Too many calls in flight for this session", http.StatusTooManyRequests)
 		return

@@ -178,7 +178,7 @@ func (d *drainReader) take(b []byte) {
 // line notes a request as owed an answer and wraps a big id.
 func (d *drainReader) line(line []byte) []byte {
 	line = wrapBigID(line) // first: the answer carries the id as mcp-go saw it
-	if id, ok := requestID(line); ok {
+	if id, _, ok := request(line); ok {
 		d.owed.add(string(id))
 	}
 	return line
@@ -213,17 +213,17 @@ func (o *owedSet) len() int {
 	return len(o.ids)
 }
 
-// requestID returns a client's request's id, if the line is a request (a notification or
-// an answer to toolsift is not).
-func requestID(line []byte) ([]byte, bool) {
+// request returns a client's request's id and method, if the message is a request (a
+// notification or an answer to toolsift is not).
+func request(msg []byte) (id []byte, method string, ok bool) {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
-	if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 || m.Method == "" {
-		return nil, false
+	if json.Unmarshal(msg, &m) != nil || len(m.ID) == 0 || m.Method == "" {
+		return nil, "", false
 	}
-	return m.ID, true
+	return m.ID, m.Method, true
 }
 
 // responseID returns the id of an answer toolsift writes, as mcp-go writes it: jsonrpc, id,

@@ -15,8 +15,8 @@ func TestRequestAndResponseIDs(t *testing.T) {
 		{``, ``},
 	}
 	for _, tt := range requests {
-		if got, _ := requestID([]byte(tt.line)); string(got) != tt.want {
-			t.Errorf("requestID(%s) = %s, want %s", tt.line, got, tt.want)
+		if got, _, _ := request([]byte(tt.line)); string(got) != tt.want {
+			t.Errorf("request(%s) id = %s, want %s", tt.line, got, tt.want)
 		}
 	}
 	long := `"` + strings.Repeat("x", 300) + `"`
