@@ -173,32 +173,35 @@ func (o *owners) forget(id string) {
 	delete(o.m, id)
 }
 
-// idWriter gives the client back the big id of its request (see wrapBigID), in a JSON
-// answer or an SSE stream.
-type idWriter struct{ http.ResponseWriter }
+// passWriter passes a response through: the writers that watch or mend one embed it. SSE
+// streams must reach the client as they are written, so it flushes.
+type passWriter struct{ http.ResponseWriter }
 
-func (w idWriter) Write(p []byte) (int, error) {
-	if _, err := w.ResponseWriter.Write(unwrapBigID(p)); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// Flush lets an SSE stream through as it is written.
-func (w idWriter) Flush() {
+func (w passWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
 }
 
 // Unwrap gives http.ResponseController the underlying writer.
-func (w idWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w passWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// idWriter gives the client back the big id of its request (see wrapBigID), in a JSON
+// answer or an SSE stream.
+type idWriter struct{ passWriter }
+
+func (w idWriter) Write(p []byte) (int, error) {
+	if _, err := w.passWriter.Write(unwrapBigID(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
 
 // claimer watches the response to a request that opens a session for the session's ID: the
 // Mcp-Session-Id header of streamable HTTP, or the endpoint event of the legacy SSE stream
 // ("data: /message?sessionId=ID").
 type claimer struct {
-	http.ResponseWriter
+	passWriter
 	claim func(id string)
 	done  bool
 }
@@ -229,16 +232,6 @@ func (c *claimer) fromHeader() {
 		c.done = true
 	}
 }
-
-// Flush lets the SSE stream through: it must reach the client as it is written.
-func (c *claimer) Flush() {
-	if f, ok := c.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap gives http.ResponseController the underlying writer.
-func (c *claimer) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 func isSessionIDRune(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
@@ -278,7 +271,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		} else {
-			w = &claimer{ResponseWriter: w, claim: func(id string) { g.owners.bind(id, cred) }}
+			w = &claimer{passWriter: passWriter{w}, claim: func(id string) { g.owners.bind(id, cred) }}
 		}
 	}
 	if r.ContentLength > g.opts.MaxBodyBytes {
@@ -287,6 +280,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A body of unstated length is cut off at the limit instead.
 	r.Body = http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes)
+	if r.Method == http.MethodGet && r.URL.Path == "/sse" {
+		// Over legacy SSE, answers come on this stream, not on the POST that asked.
+		w = idWriter{passWriter{w}}
+	}
 	var method string // of a request; "" for a notification or an answer
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(r.Body)
@@ -296,7 +293,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if wrapped := wrapBigID(body); len(wrapped) != len(body) {
 			body = wrapped
-			w = idWriter{w}
+			w = idWriter{passWriter{w}}
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		_, method, _ = request(body)
