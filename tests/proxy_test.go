@@ -863,7 +863,11 @@ func TestHungServerHoldsFewCalls(t *testing.T) {
 	if res := <-fourth; res.IsError {
 		t.Errorf("a fourth call to a = %+v, want it served once a slot was free", res)
 	}
-	// The fourth reached a only after the hung calls gave their slots up.
+	// The fourth reached a only after the hung calls gave their slots up. The call's log line
+	// is written after its answer is sent, so wait for it.
+	eventually(t, 10*time.Second, "the a__echo call to be logged", func() bool {
+		return strings.Contains(c.Stderr(), `msg="tool call" session=stdio tool=a__echo`)
+	})
 	logs := c.Stderr()
 	echoed := strings.Index(logs, `msg="tool call" session=stdio tool=a__echo`)
 	if hung := strings.Count(logs[:max(echoed, 0)], `tool=a__hang upstream=a`); echoed < 0 || hung < 1 {
