@@ -25,6 +25,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	configFile := fs.String("config", "", "configuration `FILE` (YAML or JSON)")
 	level := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
 	listen := fs.String("listen", "", "serve streamable HTTP at `ADDR` (/mcp, and SSE at /sse) instead of stdio; :PORT binds 127.0.0.1")
+	logFile := fs.String("log-file", "", "append logs to `FILE` instead of stderr (clients often hide a server's stderr)")
 	rest, done, err := parseFlags(fs, args, stdout)
 	if done || err != nil {
 		return err
@@ -36,8 +37,17 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", errUsage, *level)
 	}
-	// Logs go to stderr only: in stdio mode stdout carries nothing but JSON-RPC.
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	// Logs go to stderr or a file, never stdout: in stdio mode it carries nothing but JSON-RPC.
+	logTo := stderr
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("--log-file: %w", err)
+		}
+		defer f.Close()
+		logTo = f
+	}
+	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: lvl}))
 	slog.SetDefault(log) // mcp-go's transports log through the default logger
 
 	cfg, err := loadConfig(*configFile)

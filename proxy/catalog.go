@@ -60,7 +60,9 @@ func (s *Server) announceChanges() {
 		}
 		if notify && sess.id != "" {
 			if err := s.mcp.SendNotificationToSpecificClient(sess.id, string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
-				s.log.Debug("list_changed not sent", "session", sess.id, "error", err)
+				s.log.Debug("list_changed not sent", "session", sess.id, "reason", "catalog", "error", err)
+			} else {
+				s.log.Debug("list_changed sent", "session", sess.id, "reason", "catalog")
 			}
 		}
 	}

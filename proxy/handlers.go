@@ -99,15 +99,16 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		res.Hint = fmt.Sprintf("Servers still starting, not searched yet: %s. Search again in a few seconds. ", strings.Join(pending, ", ")) + res.Hint
 	}
 	sess := s.sessionFrom(ctx)
+	hold := holdNone
 	if !stable(ctx) {
 		res.Unlocked = append(res.Unlocked, s.unlock(sess, cat, names)...)
 		if len(res.Unlocked) > 0 {
 			// Hold the result until the session has re-listed (see session).
-			s.announce(ctx, sess, true)
+			hold = s.announce(ctx, sess, true, "search")
 		}
 	}
 	s.log.Info("tool search", "session", sess.id, "query", *args.Query, "results", names,
-		"unlocked", len(res.Unlocked), "pending", pending, "duration_ms", time.Since(start).Milliseconds())
+		"unlocked", len(res.Unlocked), "pending", pending, "hold", hold, "duration_ms", time.Since(start).Milliseconds())
 	text, _ := json.Marshal(res)
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(string(text))},
@@ -149,7 +150,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	// a call's handler ends can be lost over streamable HTTP.
 	announced := !stable(ctx) && len(s.unlock(sess, cat, []string{t.Exposed})) > 0
 	if announced {
-		s.announce(ctx, sess, false)
+		s.announce(ctx, sess, false, "call")
 	}
 	var token any
 	if req.Params.Meta != nil {

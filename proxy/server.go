@@ -126,6 +126,7 @@ func New(ups Upstreams, opts Options) *Server {
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.session(cs.SessionID()) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.endSession(cs.SessionID()) })
 	hooks.AddOnRequestInitialization(refuseDiscover)
+	hooks.AddAfterInitialize(s.afterInitialize)
 	hooks.AddAfterListTools(s.afterListTools)
 	// Prompts and resources are registered when the catalog changes; these catch a request
 	// that arrives before that news.

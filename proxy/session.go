@@ -47,10 +47,16 @@ import (
 //  5. markListed: if the list has every unlock so far (its version is the latest), close
 //     listed and replace it with a fresh channel. That releases the held tool_search.
 //
-// If the cap passes and the session has not re-listed, relists becomes false: the client
-// ignores the notification (Codex does by default), and later searches do not wait for it
-// until it lists tools again. Under protocol 2026-07-28 and later (stable) nothing is
-// unlocked, so nothing is announced.
+// Clients differ (README, "Clients"), and the hold adapts to each session:
+//
+//   - Gemini CLI re-lists at once but applies the new list in a background refresh that may
+//     still be running when it builds the next model request: its hold lasts settle longer.
+//   - Codex never re-lists by default, and with mcp_tool_list_changed on only once the result
+//     has arrived: a hold only delays it, so its sessions never hold.
+//   - Any other client that lets a hold run out without re-listing has shown that it does not
+//     re-list before reading the result; its later searches do not hold either.
+//
+// Under protocol 2026-07-28 and later (stable) nothing is unlocked, so nothing is announced.
 //
 // # Locks
 //
@@ -73,9 +79,14 @@ type session struct {
 	version int
 	// watched is set for sessions whose transport reports written responses (stdio).
 	watched bool
-	// relists is false once the client let a list_changed go unanswered, so that clients
-	// that ignore the notification are not made to wait on every search.
-	relists bool
+	// client is the name the client gave in initialize ("" until then).
+	client string
+	// holds is false for a session whose client does not re-list before reading a result:
+	// known so by its name, or shown when a hold ran out (see announce).
+	holds bool
+	// settle is how much longer a hold lasts once the re-list is written, for a client that
+	// applies the new list asynchronously.
+	settle time.Duration
 	// subs holds the resource URIs the session subscribed to.
 	subs map[string]bool
 	// calls counts the session's tool calls in flight upstream (Options.MaxCalls).
@@ -120,7 +131,7 @@ func (s *Server) session(id string) *session {
 	defer s.sessionsMu.Unlock()
 	sess, ok := s.sessions[id]
 	if !ok {
-		sess = &session{id: id, isOpen: map[string]bool{}, listed: make(chan struct{}), relists: true, subs: map[string]bool{}}
+		sess = &session{id: id, isOpen: map[string]bool{}, listed: make(chan struct{}), holds: true, subs: map[string]bool{}}
 		s.sessions[id] = sess
 	}
 	return sess
@@ -177,52 +188,81 @@ func (s *Server) unlock(sess *session, cat *upstream.Catalog, names []string) []
 	return added
 }
 
+// Hold outcomes, as the tool search log reports them.
+const (
+	holdNone     = "none"     // nothing was unlocked
+	holdSkipped  = "skipped"  // the session's client does not re-list before reading a result
+	holdRelisted = "relisted" // the session re-listed (and its client had settle to apply it)
+	holdTimeout  = "timeout"  // ListWait passed first; the session holds no more
+	holdCanceled = "canceled" // the request was canceled
+)
+
 // announce tells the session its tool list changed (step 2). With wait, it then holds until
 // the session re-lists, up to ListWait, sending the notification a second time halfway in
-// case the first was lost (step 3).
-func (s *Server) announce(ctx context.Context, sess *session, wait bool) {
+// case the first was lost (step 3), and reports how the hold ended.
+func (s *Server) announce(ctx context.Context, sess *session, wait bool, reason string) string {
 	sess.mu.Lock()
-	listed, relists := sess.listed, sess.relists
+	listed, holds, settle := sess.listed, sess.holds, sess.settle
 	sess.mu.Unlock()
-	s.notifyListChanged(ctx, sess)
-	if !wait || !relists {
-		return
+	s.notifyListChanged(ctx, sess, reason)
+	if !wait {
+		return holdNone
 	}
+	if !holds {
+		return holdSkipped
+	}
+	outcome := holdTimeout
 	half := time.NewTimer(s.opts.ListWait / 2)
 	defer half.Stop()
-	select {
-	case <-listed:
-		return
-	case <-ctx.Done():
-		return
-	case <-half.C:
-		s.notifyListChanged(ctx, sess)
-	}
-	rest := time.NewTimer(s.opts.ListWait - s.opts.ListWait/2)
+	rest := time.NewTimer(s.opts.ListWait)
 	defer rest.Stop()
-	select {
-	case <-listed:
-	case <-ctx.Done():
-	case <-rest.C:
+wait:
+	for {
+		select {
+		case <-listed:
+			outcome = holdRelisted
+			break wait
+		case <-ctx.Done():
+			return holdCanceled
+		case <-half.C:
+			s.notifyListChanged(ctx, sess, reason+" (again)")
+		case <-rest.C:
+			break wait
+		}
+	}
+	if outcome == holdTimeout {
 		sess.mu.Lock()
 		if sess.listed == listed {
-			sess.relists = false
+			sess.holds = false
 		}
 		sess.mu.Unlock()
+		return outcome
 	}
+	if settle > 0 {
+		t := time.NewTimer(settle)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return holdCanceled
+		}
+	}
+	return outcome
 }
 
 // notifyListChanged sends list_changed through the request's own session: over streamable
 // HTTP a client that holds no GET stream has only the POST stream of its current request.
-func (s *Server) notifyListChanged(ctx context.Context, sess *session) {
+func (s *Server) notifyListChanged(ctx context.Context, sess *session, reason string) {
 	method := string(mcp.MethodNotificationToolsListChanged)
 	err := s.mcp.SendNotificationToClient(ctx, method, nil)
 	if err != nil && sess.id != "" {
 		err = s.mcp.SendNotificationToSpecificClient(sess.id, method, nil)
 	}
 	if err != nil {
-		s.log.Warn("list_changed not sent", "session", sess.id, "error", err)
+		s.log.Warn("list_changed not sent", "session", sess.id, "reason", reason, "error", err)
+		return
 	}
+	s.log.Debug("list_changed sent", "session", sess.id, "reason", reason)
 }
 
 // afterListTools replaces mcp-go's list with the session's own: always-load tools,
@@ -261,7 +301,6 @@ func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsReq
 func (sess *session) markListed(version int) {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	sess.relists = true
 	if version < sess.version {
 		return
 	}
