@@ -135,6 +135,7 @@ func (s *Server) syncPromptsAndResources() {
 		s.mcp.SetResourceTemplates(templates...)
 	}
 	s.registered = keys
+	s.log.Debug("prompts and resources registered", "prompts", len(prompts), "resources", len(resources), "templates", len(templates))
 }
 
 // promptResourceKeys sums up what clients are shown of the catalog's prompts, resources and

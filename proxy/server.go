@@ -157,6 +157,9 @@ func New(ups Upstreams, opts Options) *Server {
 	)
 	s.mcp.AddTool(searchToolDef(nil), s.handleSearch)
 	s.mcp.AddTool(callToolDef(), s.handleCall)
+	// Register the cached prompts and resources before any session exists: registered later,
+	// when a server connects with what it had, they would be announced as a change.
+	s.syncPromptsAndResources()
 	return s
 }
 

@@ -411,3 +411,30 @@ func TestSIGTERMAnswersEveryRequest(t *testing.T) {
 		t.Errorf("%d of %d requests answered after SIGTERM", got, n)
 	}
 }
+
+// TestWarmStartIsQuiet: with every catalog cached, servers that connect with what they had
+// (one of them announcing a tool change as it starts, as server-everything does) send the
+// client no list_changed of any kind: a client re-lists on each, and may drop its prompt
+// cache. An always-load tool and cached prompts and resources are in play.
+func TestWarmStartIsQuiet(t *testing.T) {
+	env := isolatedEnv(t)
+	cfg := config(t, fmt.Sprintf("mcpServers:\n  fx:\n    command: %q\n    args: [--conformance]\n    alwaysLoad: [echo]\n  every:\n    command: %q\n",
+		fixtureBin, npmServer(t, "mcp-server-everything")))
+	warmCache(t, env, bin, cfg, "select:fx__echo")
+	c := startWith(t, env, bin, "--config", cfg, "--log-level", "debug")
+	c.initialize()
+	tools := names(c.listTools())
+	eventually(t, 30*time.Second, "both servers to connect", func() bool {
+		return strings.Count(c.Stderr(), `msg="upstream connected"`) == 2
+	})
+	time.Sleep(300 * time.Millisecond) // for a notification sent as the last one connected
+	c.mu.Lock()
+	notes := slices.Clone(c.notes)
+	c.mu.Unlock()
+	for _, m := range notes {
+		t.Errorf("warm start sent %s", m.Method)
+	}
+	if after := names(c.listTools()); !slices.Equal(after, tools) || !slices.Contains(tools, "fx__echo") {
+		t.Errorf("tools/list before the servers connected = %q, after = %q; want the same, with fx__echo", tools, after)
+	}
+}

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -89,14 +90,19 @@ type stdinWriter struct {
 }
 
 func (w *stdinWriter) Write(p []byte) (int, error) {
-	if err := w.proc.stdin.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
-		return w.proc.stdin.Write(p) // a file without deadlines: nothing better to do
-	}
+	// A file without deadlines (or a closed one) is written without: nothing better to do.
+	_ = w.proc.stdin.SetWriteDeadline(time.Now().Add(w.timeout))
 	n, err := w.proc.stdin.Write(p)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		// Close is idempotent, and the connection's Close waits for it.
 		go w.proc.Close()
 		err = fmt.Errorf("the server took no input for %v (callTimeout): it stopped reading, and is restarted", w.timeout)
+	}
+	if errors.Is(err, os.ErrClosed) && !bytes.Contains(p, []byte(`"method"`)) {
+		// An answer to a request the server made as it was being stopped (at toolsift's exit,
+		// say): it would never be read, and the transport would log an error at every exit.
+		// Requests and notifications still fail.
+		return len(p), nil
 	}
 	return n, err
 }

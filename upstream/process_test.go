@@ -241,3 +241,30 @@ func TestLazyStartAndIdleStop(t *testing.T) {
 		waitFor(t, "idle stop", func() bool { return len(children(t)) == 0 && pool.Statuses()[0].State == StateIdle })
 	}
 }
+
+// TestStdinWriterAfterClose: once a server's input is closed, an answer to one of its
+// requests is dropped quietly (nobody will read it), while a request or notification still
+// fails, so that nobody waits for its answer.
+func TestStdinWriterAfterClose(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	w.Close()
+	sw := &stdinWriter{proc: &process{stdin: w}, timeout: time.Second}
+	for _, tc := range []struct {
+		msg     string
+		wantErr bool
+	}{
+		{`{"jsonrpc":"2.0","id":3,"result":{"roots":[]}}` + "\n", false},
+		{`{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"no"}}` + "\n", false},
+		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{}}` + "\n", true},
+		{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}` + "\n", true},
+	} {
+		n, err := sw.Write([]byte(tc.msg))
+		if (err != nil) != tc.wantErr || err == nil && n != len(tc.msg) {
+			t.Errorf("Write(%s) = %d, %v; want an error: %v", tc.msg, n, err, tc.wantErr)
+		}
+	}
+}

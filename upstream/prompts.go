@@ -14,17 +14,34 @@ type Prompt struct {
 	Raw           json.RawMessage
 }
 
-// listPrompts lists the server's prompts, if its capabilities say it has them. A server that
-// fails this list keeps its tools.
-func (s *server) listPrompts(ctx context.Context, conn Conn, info Info) []Prompt {
+// listPrompts lists the server's prompts, if its capabilities say it has them, and reports
+// whether the list is whole. A server that fails this list keeps its tools.
+func (s *server) listPrompts(ctx context.Context, conn Conn, info Info) ([]Prompt, bool) {
 	if !info.Prompts {
-		return nil
+		return nil, true
 	}
 	raws, err := listPages(ctx, conn, "prompts/list", "prompts")
 	if err != nil {
 		s.log.Warn("upstream prompts not listed", "error", err)
 	}
-	return s.promptsFrom(raws)
+	return s.promptsFrom(raws), err == nil
+}
+
+// listExtras lists the server's prompts and resources; where a list fails, what the server
+// had (listed before, or cached) stands: a list cut short, by a shutdown say, is no news that
+// they are gone, and must not be cached as such.
+func (s *server) listExtras(ctx context.Context, conn Conn, info Info) ([]Prompt, []Resource) {
+	prompts, promptsOK := s.listPrompts(ctx, conn, info)
+	resources, resourcesOK := s.listResources(ctx, conn, info)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !promptsOK {
+		prompts = s.prompts
+	}
+	if !resourcesOK {
+		resources = s.resources
+	}
+	return prompts, resources
 }
 
 // promptsFrom turns the server's raw prompts, listed or cached, into catalog prompts.

@@ -18,11 +18,13 @@ type Resource struct {
 }
 
 // listResources lists the server's resources and resource templates, if its capabilities
-// say it has them. A server that fails these lists keeps its tools.
-func (s *server) listResources(ctx context.Context, conn Conn, info Info) (resources []Resource) {
+// say it has them, and reports whether both lists are whole. A server that fails these
+// lists keeps its tools.
+func (s *server) listResources(ctx context.Context, conn Conn, info Info) (resources []Resource, whole bool) {
 	if !info.Resources {
-		return nil
+		return nil, true
 	}
+	whole = true
 	for _, l := range []struct {
 		method, field, key string
 		template           bool
@@ -33,6 +35,7 @@ func (s *server) listResources(ctx context.Context, conn Conn, info Info) (resou
 		raws, err := listPages(ctx, conn, l.method, l.field)
 		if err != nil {
 			s.log.Warn("upstream resources not listed", "method", l.method, "error", err)
+			whole = false
 		}
 		for _, raw := range raws {
 			var r map[string]json.RawMessage
@@ -42,7 +45,7 @@ func (s *server) listResources(ctx context.Context, conn Conn, info Info) (resou
 			}
 		}
 	}
-	return resources
+	return resources, whole
 }
 
 // trackSubscription remembers the subscription that a resources/subscribe the server

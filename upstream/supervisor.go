@@ -138,7 +138,7 @@ func (s *server) connect(ctx context.Context) error {
 		_ = conn.Close()
 		return timedOut(err)
 	}
-	prompts, resources := s.listPrompts(attempt, conn, info), s.listResources(attempt, conn, info)
+	prompts, resources := s.listExtras(attempt, conn, info)
 	s.save(info, raws, prompts, resources)
 	s.resubscribe(attempt, conn)
 	if info.Logging && s.shared.client != nil {
@@ -258,7 +258,7 @@ func (s *server) serve(ctx context.Context) error {
 			relist, relistAgain = nil, time.After(s.shared.relistInterval)
 			listing, cancel := context.WithTimeout(ctx, s.startupTimeout)
 			tools, raws, err := s.list(listing, conn)
-			prompts, resources := s.listPrompts(listing, conn, info), s.listResources(listing, conn, info)
+			prompts, resources := s.listExtras(listing, conn, info)
 			cancel()
 			if err != nil {
 				return err
