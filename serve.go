@@ -57,7 +57,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	// The proxy is built on the pool, then the pool starts reporting to it.
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir()})
 	defer pool.Close()
-	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion(), MaxCalls: cfg.MaxCalls})
+	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion(), MaxCalls: cfg.MaxCalls,
+		MaxUnlocked: cfg.MaxUnlocked, ListAllUnder: cfg.ListAllUnder, Groups: cfg.Groups})
 	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
 	if addr := cmp.Or(*listen, cfg.HTTP.Listen); addr != "" {
 		return serveHTTP(ctx, srv, cfg.HTTP, addr, log)

@@ -11,6 +11,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,7 +39,19 @@ type Config struct {
 	// MaxCalls is how many tool calls one client session may have in flight at once; 0
 	// means the default (proxy.Options.MaxCalls).
 	MaxCalls int
+	// MaxUnlocked bounds the tools one client session has unlocked at a time; 0 means the
+	// default (proxy.Options.MaxUnlocked).
+	MaxUnlocked int
+	// ListAllUnder, set by toolSearch: auto:N, is the token budget under which every tool
+	// is listed directly and no search is offered; 0 (toolSearch: on) means always search.
+	ListAllUnder int
+	// Groups maps a group name to patterns of exposed tool names (path.Match), for
+	// tool_search's group:NAME.
+	Groups map[string][]string
 }
+
+// DefaultListAllUnder is the budget of toolSearch: auto, in tokens: about 60 tools.
+const DefaultListAllUnder = 5000
 
 // HTTP configures the streamable HTTP front end.
 type HTTP struct {
@@ -211,6 +224,12 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 			cfg.Defaults.MaxResultBytes = p.positive(val, at)
 		case "concurrency":
 			cfg.Defaults.Concurrency = p.positive(val, at)
+		case "maxUnlocked":
+			cfg.MaxUnlocked = p.positive(val, at)
+		case "toolSearch":
+			cfg.ListAllUnder = p.toolSearch(val, at)
+		case "groups":
+			cfg.Groups = p.groups(val, at)
 		default:
 			p.unknownKey(val, at, key, topKeys)
 		}
@@ -396,6 +415,40 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 }
 
 // validate checks what spans servers; nodes locates each server by name.
+// toolSearch reads toolSearch: on, auto, or auto:N, and returns the list-all budget.
+func (p *parser) toolSearch(n *yaml.Node, at string) int {
+	v := p.str(n, at)
+	switch v {
+	case "on":
+		return 0
+	case "auto":
+		return DefaultListAllUnder
+	}
+	if num, ok := strings.CutPrefix(v, "auto:"); ok {
+		if budget, err := strconv.Atoi(num); err == nil && budget > 0 {
+			return budget
+		}
+	}
+	p.errorf(n, at, "%q: want on, auto, or auto:N (list every tool while all fit in N tokens)", v)
+	return 0
+}
+
+// groups reads the groups mapping: a name to a list of tool-name patterns.
+func (p *parser) groups(n *yaml.Node, at string) map[string][]string {
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, at, "want a mapping of group names to lists of tool names, got %s", kindName(n))
+		return nil
+	}
+	out := map[string][]string{}
+	p.fields(n, at, func(name string, v *yaml.Node, at string) {
+		if !validPrefix.MatchString(name) || name == "" {
+			p.errorf(v, at, "a group name may use only letters, digits, _ and -")
+		}
+		out[name] = p.patterns(v, at)
+	})
+	return out
+}
+
 func (p *parser) validate(cfg *Config, nodes map[string]*yaml.Node) {
 	byPrefix := map[string]string{}
 	for _, s := range cfg.Servers {

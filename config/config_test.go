@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"regexp"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -300,6 +301,43 @@ func TestMaxCalls(t *testing.T) {
 	for _, bad := range []string{"0", "-1", "2.5", "lots", "[1]"} {
 		if _, err := Parse("c.yaml", []byte("maxCalls: "+bad+"\nmcpServers: {}\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "c.yaml:1: maxCalls: ") {
 			t.Errorf("maxCalls: %s = %v, want an error naming the key", bad, err)
+		}
+	}
+}
+
+func TestSessionViewSettings(t *testing.T) {
+	for _, tc := range []struct {
+		yaml      string
+		unlocked  int
+		listAll   int
+		groups    map[string][]string
+		wantError string
+	}{
+		{yaml: "", unlocked: 0, listAll: 0},
+		{yaml: "toolSearch: on\nmaxUnlocked: 12\n", unlocked: 12},
+		{yaml: "toolSearch: auto\n", listAll: DefaultListAllUnder},
+		{yaml: "toolSearch: auto:800\n", listAll: 800},
+		{yaml: "groups:\n  triage: [gh__list_issues, \"chat__*\"]\n", groups: map[string][]string{"triage": {"gh__list_issues", "chat__*"}}},
+		{yaml: "toolSearch: off\n", wantError: `c.yaml:1: toolSearch: "off": want on, auto, or auto:N`},
+		{yaml: "toolSearch: auto:0\n", wantError: `c.yaml:1: toolSearch: "auto:0"`},
+		{yaml: "toolSearch: auto:-5\n", wantError: `c.yaml:1: toolSearch: "auto:-5"`},
+		{yaml: "toolSearch: [auto]\n", wantError: "c.yaml:1: toolSearch: "},
+		{yaml: "maxUnlocked: 0\n", wantError: "c.yaml:1: maxUnlocked: "},
+		{yaml: "groups: [a, b]\n", wantError: "c.yaml:1: groups: want a mapping"},
+		{yaml: "groups:\n  triage: gh__x\n", wantError: "c.yaml:2: groups.triage: want a list"},
+		{yaml: "groups:\n  triage: [\"gh__[x\"]\n", wantError: "groups.triage[0]: \"gh__[x\" is not a valid pattern"},
+		{yaml: "groups:\n  \"tri age\": [x]\n", wantError: "groups.tri age: a group name may use only"},
+		{yaml: "gruops: {}\n", wantError: "did you mean groups?"},
+	} {
+		cfg, err := Parse("c.yaml", []byte(tc.yaml+"mcpServers: {}\n"), env(nil))
+		if tc.wantError != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantError) {
+				t.Errorf("%q: error %v, want one containing %q", tc.yaml, err, tc.wantError)
+			}
+			continue
+		}
+		if err != nil || cfg.MaxUnlocked != tc.unlocked || cfg.ListAllUnder != tc.listAll || !reflect.DeepEqual(cfg.Groups, tc.groups) {
+			t.Errorf("%q = %+v, %v", tc.yaml, cfg, err)
 		}
 	}
 }

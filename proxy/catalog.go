@@ -25,7 +25,8 @@ func (s *Server) CatalogChanged() {
 
 // announceChanges sends list_changed to each session whose tools/list is no longer what it
 // was: an always-load tool or tool_search's directory of servers changed (every session), or
-// a tool the session unlocked changed or vanished. Other sessions are not disturbed.
+// a tool the session unlocked changed or vanished. Other sessions are not disturbed. While
+// every tool is listed (fitsAll), any change concerns every session.
 func (s *Server) announceChanges() {
 	cat := s.ups.Catalog()
 	directory := searchToolDef(s.ups.Statuses()).Description
@@ -33,6 +34,7 @@ func (s *Server) announceChanges() {
 	prev, prevDir := s.shown, s.shownDirectory
 	s.shown, s.shownDirectory = cat, directory
 	s.shownMu.Unlock()
+	prevAll, all := s.fitsAll(prev), s.fitsAll(cat)
 	s.sessionsMu.Lock()
 	sessions := make([]*session, 0, len(s.sessions))
 	for _, sess := range s.sessions {
@@ -44,9 +46,11 @@ func (s *Server) announceChanges() {
 		b, okB := cat.Lookup(name)
 		return okA != okB || okA && !sameTool(a, b)
 	}
-	everyone := directory != prevDir
+	// Listed all, every tool concerns everyone; listed lazily, the directory of servers does,
+	// and the always-load tools.
+	everyone := prevAll != all || !all && directory != prevDir
 	for _, t := range append(slices.Clone(prev.Tools), cat.Tools...) {
-		if t.AlwaysLoad && changed(t.Exposed) {
+		if (all || t.AlwaysLoad) && changed(t.Exposed) {
 			everyone = true
 			break
 		}

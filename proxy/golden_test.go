@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,17 @@ func TestGoldenSearch(t *testing.T) {
 	c.roundTrip("tools/list", map[string]any{})
 	c.expect(id)
 	c.check("search.txtar")
+}
+
+// TestGoldenSearchCodex records a search by Codex, which does not re-list before it reads
+// the result: the result follows list_changed at once, and tells the model to use call_tool.
+func TestGoldenSearchCodex(t *testing.T) {
+	c := newTranscript(t, newGoldenProxy(t))
+	c.initializeAs("codex-mcp-client")
+	id := c.send("tools/call", map[string]any{"name": SearchTool, "arguments": map[string]any{"query": "send message", "max_results": 1}})
+	// Nothing waits for the notification to go out before the result: either may come first.
+	c.expectUnordered("notifications/tools/list_changed", id)
+	c.check("search_codex.txtar")
 }
 
 // TestGoldenCallToolErrors records the errors call_tool reports for names and arguments it
@@ -88,6 +100,14 @@ func TestGoldenSearchDescription(t *testing.T) {
 // newGoldenProxy serves a proxy over two fake servers with fixed tools, one of them denied.
 func newGoldenProxy(t *testing.T) *Server {
 	t.Helper()
+	// ListWait is long, so that the second list_changed, sent halfway, never shows up in a
+	// transcript: the client here re-lists at once.
+	return newGoldenProxyWith(t, Options{Version: "golden", ListWait: 20 * time.Second})
+}
+
+// newGoldenProxyWith is newGoldenProxy with other options.
+func newGoldenProxyWith(t *testing.T, opts Options) *Server {
+	t.Helper()
 	servers := []config.Server{
 		{Name: "gh", Prefix: "gh", Type: config.TypeStdio, Command: "x", AlwaysLoad: []string{"get_me"}, Deny: []string{"delete_*"}},
 		{Name: "chat", Prefix: "chat", Type: config.TypeStdio, Command: "y"},
@@ -104,9 +124,7 @@ func newGoldenProxy(t *testing.T) *Server {
 			json.RawMessage(`{"name":"list_channels","description":"List chat channels.","inputSchema":{"type":"object"}}`),
 		}},
 	}
-	// ListWait is long, so that the second list_changed, sent halfway, never shows up in a
-	// transcript: the client here re-lists at once.
-	return New(startFakes(t, servers, conns), Options{Version: "golden", ListWait: 20 * time.Second})
+	return New(startFakes(t, servers, conns), opts)
 }
 
 // transcript is a client of a proxy over in-memory stdio that records, in order, every
@@ -160,11 +178,14 @@ func newTranscript(t *testing.T, p *Server) *transcript {
 }
 
 // initialize opens the session as a client speaking protocol 2025-11-25 would.
-func (c *transcript) initialize() {
+func (c *transcript) initialize() { c.initializeAs("golden") }
+
+// initializeAs opens the session as the client with the given clientInfo.name.
+func (c *transcript) initializeAs(client string) {
 	c.roundTrip("initialize", map[string]any{
 		"protocolVersion": "2025-11-25",
 		"capabilities":    map[string]any{"roots": map[string]any{}},
-		"clientInfo":      map[string]any{"name": "golden", "version": "1"},
+		"clientInfo":      map[string]any{"name": client, "version": "1"},
 	})
 	c.write("notifications/initialized", map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
 }
@@ -199,15 +220,33 @@ func (c *transcript) write(name string, msg any) {
 // method of the notification it must be.
 func (c *transcript) expect(want any) {
 	c.t.Helper()
+	c.next()
+	if name := c.sections[len(c.sections)-1].name; !c.is(name, want) {
+		c.t.Fatalf("got %s, want %v", name, want)
+	}
+}
+
+// is reports whether the recorded section name is that of the message want describes: the
+// id of a response, or the method of a notification.
+func (c *transcript) is(name string, want any) bool {
+	if id, ok := want.(int64); ok {
+		return name == fmt.Sprintf("<- %d %s", id, c.methods[id])
+	}
+	return name == fmt.Sprintf("<- %s", want)
+}
+
+// next receives the next message and records it.
+func (c *transcript) next() {
+	c.t.Helper()
 	var line []byte
 	select {
 	case l, ok := <-c.lines:
 		if !ok {
-			c.t.Fatalf("stdout ended; want %v", want)
+			c.t.Fatalf("stdout ended")
 		}
 		line = l
 	case <-time.After(10 * time.Second):
-		c.t.Fatalf("no message within 10s; want %v", want)
+		c.t.Fatalf("no message within 10s")
 	}
 	var m struct {
 		ID     *int64 `json:"id"`
@@ -221,9 +260,24 @@ func (c *transcript) expect(want any) {
 		name = fmt.Sprintf("%d %s", *m.ID, c.methods[*m.ID])
 	}
 	c.add("<- "+name, pretty(c.t, line))
-	if id, ok := want.(int64); ok && (m.ID == nil || *m.ID != id || m.Method != "") || !ok && m.Method != want {
-		c.t.Fatalf("got %s, want %v", line, want)
+}
+
+// expectUnordered receives len(wants) messages, in any order, and records them in the order
+// of wants.
+func (c *transcript) expectUnordered(wants ...any) {
+	c.t.Helper()
+	start := len(c.sections)
+	got := make([]section, len(wants))
+	for range wants {
+		c.next()
+		last := c.sections[len(c.sections)-1]
+		i := slices.IndexFunc(wants, func(w any) bool { return w != nil && c.is(last.name, w) })
+		if i < 0 {
+			c.t.Fatalf("got %s, want one of %v", last.name, wants)
+		}
+		got[i], wants[i] = last, nil
 	}
+	c.sections = append(c.sections[:start], got...)
 }
 
 func (c *transcript) add(name string, data []byte) {

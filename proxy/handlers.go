@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,14 +18,19 @@ import (
 	"github.com/toolsift/toolsift/upstream"
 )
 
-// searchHint ends every tool_search result: a missed tool is the worst failure of a lazy
-// proxy, because the model concludes the capability does not exist and quietly does less.
-const searchHint = "Call a match directly by its name, or through call_tool {name, arguments}. " +
-	"If none fits, search again with other words (synonyms, the service's name, or select:name) before concluding the capability does not exist."
+// Hints end every tool_search result: a missed tool is the worst failure of a lazy proxy,
+// because the model concludes the capability does not exist and quietly does less. The bare
+// name of a match works through call_tool only: every client shows MCP tools under names of
+// its own (mcp__toolsift__NAME, mcp_toolsift_NAME, toolsift_NAME, …).
+const (
+	hintCall   = `Call a match now with call_tool {"name": NAME, "arguments": {…}}, NAME being the match's name.`
+	hintListed = ` Matches also join your tool list, under the name your client gives them (often a prefix and NAME, like mcp__toolsift__NAME); call them there by that name only.`
+	hintRetry  = ` If none fits, search again with other words (synonyms, the service's name, or select:name) before concluding the capability does not exist.`
+)
 
 const queryHelp = `Write a few keywords for the capability you need, such as "create issue" or "read file"; ` +
 	`+word requires a word ("+github pull request"); server:NAME searches one server ("server:slack send"); ` +
-	`select:name1,name2 fetches tools by exact name.`
+	`select:name1,name2 fetches tools by exact name; group:NAME fetches every tool of a server or configured group.`
 
 // Match is one tool_search match.
 type Match struct {
@@ -40,6 +47,9 @@ type SearchResult struct {
 	Unlocked []string `json:"unlocked"`
 	// Unknown lists select: names that match no tool.
 	Unknown []string `json:"unknown,omitempty"`
+	// Dropped lists tools that fell out of the session's list to make room (maxUnlocked);
+	// call_tool still reaches them.
+	Dropped []string `json:"dropped,omitempty"`
 	// Unavailable lists servers whose tools could not be searched.
 	Unavailable []string `json:"unavailable,omitempty"`
 	Hint        string   `json:"hint"`
@@ -74,41 +84,56 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	start := time.Now()
 	pending := s.awaitStartup(ctx)
 	ix, cat := s.searchIndex()
-	hits, unknown := ix.Search(q, limit)
-
-	res := SearchResult{Query: *args.Query, Matches: []Match{}, Unlocked: []string{}, Unknown: unknown, Hint: searchHint}
-	names := make([]string, 0, len(hits))
-	for _, h := range hits {
-		t, _ := cat.Lookup(h.Name)
+	var names, unknown []string
+	if q.Group != "" {
+		if names, err = s.group(cat, q.Group); err != nil {
+			return errorResult("tool_search: %v", err), nil
+		}
+	} else {
+		var hits []search.Hit
+		hits, unknown = ix.Search(q, limit)
+		for _, h := range hits {
+			names = append(names, h.Name)
+		}
+	}
+	sess := s.sessionFrom(ctx)
+	res := SearchResult{Query: *args.Query, Matches: []Match{}, Unlocked: []string{}, Unknown: unknown}
+	for _, name := range names {
+		t, _ := cat.Lookup(name)
 		res.Matches = append(res.Matches, Match{
 			Name: t.Exposed, Server: t.Server,
 			Description: firstParagraph(t.Description, 1024),
 			InputSchema: schemaOrEmpty(t.InputSchema),
 		})
-		names = append(names, t.Exposed)
 	}
 	for _, st := range s.ups.Statuses() {
 		if !st.State.Usable() && st.State != upstream.StateDisabled {
 			res.Unavailable = append(res.Unavailable, fmt.Sprintf("%s (%s)", st.Name, st.State))
 		}
 	}
-	if len(hits) == 0 {
+	hold := holdNone
+	if !stable(ctx) && !s.fitsAll(cat) {
+		added, dropped := s.unlock(sess, cat, names, s.opts.MaxUnlocked)
+		res.Unlocked, res.Dropped = append(res.Unlocked, added...), dropped
+		if len(added) > 0 || len(dropped) > 0 {
+			// Hold the result until the session has re-listed (see session).
+			hold = s.announce(ctx, sess, len(added) > 0, "search")
+		}
+	}
+	res.Hint = hintCall
+	if sess.relists() && !stable(ctx) {
+		res.Hint += hintListed
+	}
+	res.Hint += hintRetry
+	if len(names) == 0 {
 		res.Hint = "No tool matched. " + res.Hint
 	}
 	if len(pending) > 0 {
 		res.Hint = fmt.Sprintf("Servers still starting, not searched yet: %s. Search again in a few seconds. ", strings.Join(pending, ", ")) + res.Hint
 	}
-	sess := s.sessionFrom(ctx)
-	hold := holdNone
-	if !stable(ctx) {
-		res.Unlocked = append(res.Unlocked, s.unlock(sess, cat, names)...)
-		if len(res.Unlocked) > 0 {
-			// Hold the result until the session has re-listed (see session).
-			hold = s.announce(ctx, sess, true, "search")
-		}
-	}
 	s.log.Info("tool search", "session", sess.id, "query", *args.Query, "results", names,
-		"unlocked", len(res.Unlocked), "pending", pending, "hold", hold, "duration_ms", time.Since(start).Milliseconds())
+		"unlocked", len(res.Unlocked), "dropped", len(res.Dropped), "pending", pending, "hold", hold,
+		"duration_ms", time.Since(start).Milliseconds())
 	text, _ := json.Marshal(res)
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(string(text))},
@@ -148,7 +173,11 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	}
 	// Announce before calling upstream, and flush before returning: a notification sent as
 	// a call's handler ends can be lost over streamable HTTP.
-	announced := !stable(ctx) && len(s.unlock(sess, cat, []string{t.Exposed})) > 0
+	var announced bool
+	if !stable(ctx) && !s.fitsAll(cat) {
+		added, dropped := s.unlock(sess, cat, []string{t.Exposed}, s.opts.MaxUnlocked)
+		announced = len(added) > 0 || len(dropped) > 0
+	}
 	if announced {
 		s.announce(ctx, sess, false, "call")
 	}
@@ -203,7 +232,7 @@ func (s *Server) unknownTool(sess *session, name string, pending []string) *mcp.
 		return errorResult("tool %q of server %q is denied by toolsift's configuration (allow/deny lists).", name, srv)
 	}
 	sess.mu.Lock()
-	vanished := sess.isOpen[name]
+	_, vanished := sess.used[name]
 	sess.mu.Unlock()
 	if vanished {
 		return errorResult("tool %q is gone: its server no longer offers it (its tool list changed since you found it). Use tool_search to find what it offers now.", name)
@@ -270,4 +299,38 @@ func countForward(ctx context.Context) {
 	if n, ok := ctx.Value(forwardCountKey{}).(*atomic.Int32); ok {
 		n.Add(1)
 	}
+}
+
+// group returns the exposed names of every tool of the configured group name, or else of
+// the server name, in catalog order.
+func (s *Server) group(cat *upstream.Catalog, name string) ([]string, error) {
+	patterns, configured := s.opts.Groups[name]
+	var names []string
+	for _, t := range cat.Tools {
+		in := !configured && t.Server == name
+		for _, p := range patterns {
+			if ok, _ := path.Match(p, t.Exposed); ok {
+				in = true
+				break
+			}
+		}
+		if in {
+			names = append(names, t.Exposed)
+		}
+	}
+	if !configured && len(names) == 0 && !slices.ContainsFunc(s.ups.Statuses(), func(st upstream.Status) bool { return st.Name == name }) {
+		var known []string
+		for g := range s.opts.Groups {
+			known = append(known, g)
+		}
+		for _, st := range s.ups.Statuses() {
+			known = append(known, st.Name)
+		}
+		slices.Sort(known)
+		return nil, fmt.Errorf("no server or group is named %q; known: %s", name, strings.Join(known, ", "))
+	}
+	if len(names) > s.opts.MaxUnlocked {
+		return nil, fmt.Errorf("group:%s has %d tools, more than a session keeps unlocked (%d, maxUnlocked in toolsift's config); search within it with keywords, or server:%s and keywords", name, len(names), s.opts.MaxUnlocked, name)
+	}
+	return names, nil
 }

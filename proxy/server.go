@@ -50,6 +50,15 @@ type Options struct {
 	// isError result at once. 0 means 32. Hung calls must never starve tool_search, so over
 	// stdio mcp-go is given enough workers for MaxCalls calls and a few more.
 	MaxCalls int
+	// MaxUnlocked bounds the tools one session has unlocked; past it, the least recently
+	// used (unlocked, matched or called) fall out of its list. 0 means 30.
+	MaxUnlocked int
+	// ListAllUnder, when above 0, lists every tool directly, with no tool_search or
+	// call_tool, while all of them fit in that many tokens (see fitsAll).
+	ListAllUnder int
+	// Groups maps a group name to patterns of exposed tool names, for tool_search's
+	// group:NAME; a name that is no group's is taken as a server's.
+	Groups map[string][]string
 	// MaxRequestBytes bounds one request a stdio client sends; one over it is answered with
 	// an error and never held whole. 0 means 4 MiB, as over HTTP.
 	MaxRequestBytes int
@@ -79,6 +88,11 @@ type Server struct {
 
 	// index is the search index of the latest catalog. It has its own mutex.
 	index indexCache
+
+	fitMu sync.Mutex // guards fitCat and fits
+	// fits caches fitsAll for the catalog fitCat.
+	fitCat *upstream.Catalog
+	fits   bool
 
 	shownMu sync.Mutex // guards shown and shownDirectory
 	// shown and shownDirectory are the catalog and server directory that sessions were
@@ -110,6 +124,9 @@ func New(ups Upstreams, opts Options) *Server {
 	}
 	if opts.MaxCalls == 0 {
 		opts.MaxCalls = 32
+	}
+	if opts.MaxUnlocked == 0 {
+		opts.MaxUnlocked = 30
 	}
 	if opts.MaxRequestBytes == 0 {
 		opts.MaxRequestBytes = 4 << 20
@@ -153,7 +170,7 @@ func New(ups Upstreams, opts Options) *Server {
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 		server.WithInstructions("toolsift aggregates many MCP servers. Most of their tools are hidden until you "+
-			"search for them with tool_search; call what it finds directly or through call_tool."),
+			"search for them with tool_search; call what it finds through call_tool at once, or from your tool list once it appears there."),
 	)
 	s.mcp.AddTool(searchToolDef(nil), s.handleSearch)
 	s.mcp.AddTool(callToolDef(), s.handleCall)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,8 +31,10 @@ import (
 // # The protocol
 //
 //  1. Unlock (Server.unlock): tool_search, or call_tool on a hidden tool, appends the names to
-//     unlocked and increments version. The list only grows, so that the start of tools/list,
-//     and the client's prompt cache with it, stays stable.
+//     unlocked and increments version. New tools go at the end, so that the start of
+//     tools/list, and the client's prompt cache with it, stays stable; past MaxUnlocked the
+//     least recently used fall out, since every tool listed is resent with every model
+//     request.
 //  2. Announce (Server.announce): send notifications/tools/list_changed through the calling
 //     request's own session (notifyListChanged): over streamable HTTP a client that holds no
 //     GET stream has only the POST stream of its current request.
@@ -68,9 +71,12 @@ type session struct {
 	id string // fixed at creation; "" for a request without a session
 
 	mu sync.Mutex // guards the fields below
-	// unlocked holds exposed names in unlock order; isOpen is the same set, for lookups.
+	// unlocked holds exposed names in unlock order; used maps the same names to the tick
+	// of their last use (unlocked, matched again, or called), for choosing which fall out
+	// past Options.MaxUnlocked.
 	unlocked []string
-	isOpen   map[string]bool
+	used     map[string]int64
+	tick     int64
 	// listed is closed, and replaced, whenever the session has listed tools that include
 	// every unlock so far (step 5).
 	listed chan struct{}
@@ -91,6 +97,14 @@ type session struct {
 	subs map[string]bool
 	// calls counts the session's tool calls in flight upstream (Options.MaxCalls).
 	calls int
+}
+
+// relists reports whether the session's client is expected to re-list after list_changed
+// before it reads the result at hand: whether its tool list shows unlocked tools at once.
+func (sess *session) relists() bool {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.holds
 }
 
 // sessionBusy reports whether the session with the given id has its MaxCalls of calls in
@@ -131,7 +145,7 @@ func (s *Server) session(id string) *session {
 	defer s.sessionsMu.Unlock()
 	sess, ok := s.sessions[id]
 	if !ok {
-		sess = &session{id: id, isOpen: map[string]bool{}, listed: make(chan struct{}), holds: true, subs: map[string]bool{}}
+		sess = &session{id: id, used: map[string]int64{}, listed: make(chan struct{}), holds: true, subs: map[string]bool{}}
 		s.sessions[id] = sess
 	}
 	return sess
@@ -165,27 +179,53 @@ func (s *Server) sessionFrom(ctx context.Context) *session {
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		return s.session(cs.SessionID())
 	}
-	return &session{isOpen: map[string]bool{}, listed: make(chan struct{})}
+	return &session{used: map[string]int64{}, listed: make(chan struct{})}
 }
 
-// unlock makes names visible to sess and reports those that were not visible before (step 1).
-func (s *Server) unlock(sess *session, cat *upstream.Catalog, names []string) []string {
+// unlock makes names, best first, visible to sess (step 1), and counts them used. It
+// reports those that were not visible before, and those that fell out, least recently used
+// first, to keep the session within max.
+func (s *Server) unlock(sess *session, cat *upstream.Catalog, names []string, max int) (added, dropped []string) {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	var added []string
+	var open []string
 	for _, n := range names {
-		t, ok := cat.Lookup(n)
-		if !ok || t.AlwaysLoad || sess.isOpen[n] {
-			continue
+		if t, ok := cat.Lookup(n); ok && !t.AlwaysLoad {
+			open = append(open, n)
 		}
-		sess.isOpen[n] = true
-		sess.unlocked = append(sess.unlocked, n)
-		added = append(added, n)
 	}
-	if len(added) > 0 {
+	for _, n := range open {
+		if _, ok := sess.used[n]; !ok {
+			sess.used[n] = 0
+			sess.unlocked = append(sess.unlocked, n)
+			added = append(added, n)
+		}
+	}
+	// The best is used last, so that it is the last of them to fall out.
+	for _, n := range slices.Backward(open) {
+		sess.tick++
+		sess.used[n] = sess.tick
+	}
+	for len(sess.unlocked) > max {
+		oldest := 0
+		for i, n := range sess.unlocked {
+			if sess.used[n] < sess.used[sess.unlocked[oldest]] {
+				oldest = i
+			}
+		}
+		n := sess.unlocked[oldest]
+		sess.unlocked = slices.Delete(sess.unlocked, oldest, oldest+1)
+		delete(sess.used, n)
+		if i := slices.Index(added, n); i >= 0 {
+			added = slices.Delete(added, i, i+1)
+		} else {
+			dropped = append(dropped, n)
+		}
+	}
+	if len(added) > 0 || len(dropped) > 0 {
 		sess.version++
 	}
-	return added
+	return added, dropped
 }
 
 // Hold outcomes, as the tool search log reports them.
@@ -266,11 +306,23 @@ func (s *Server) notifyListChanged(ctx context.Context, sess *session, reason st
 }
 
 // afterListTools replaces mcp-go's list with the session's own: always-load tools,
-// tool_search, call_tool, then unlocked tools in unlock order (step 4).
+// tool_search, call_tool, then unlocked tools in unlock order (step 4); or every tool, while
+// they all fit (fitsAll).
 func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
 	sess := s.sessionFrom(ctx)
 	cat := s.ups.Catalog()
 	var tools []mcp.Tool
+	if s.fitsAll(cat) {
+		for _, t := range cat.Tools {
+			tools = append(tools, exposedTool(t))
+		}
+		result.Tools = tools
+		sess.mu.Lock()
+		version := sess.version
+		sess.mu.Unlock()
+		sess.markListed(version)
+		return
+	}
 	for _, t := range cat.Tools {
 		if t.AlwaysLoad {
 			tools = append(tools, exposedTool(t))

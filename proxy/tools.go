@@ -45,8 +45,8 @@ func searchToolDef(statuses []upstream.Status) mcp.Tool {
 	var b strings.Builder
 	b.WriteString("Find tools for a task. Most tools of the connected servers are hidden until searched for: " +
 		"whenever you need a capability you do not see, search here before concluding it does not exist. " +
-		"Query with keywords (\"create issue\", \"send message\"), +word to require a word, server:NAME for one server, or select:name1,name2 for tools you know by name. " +
-		"Matches come back with their input schemas; call them directly by name, or through call_tool. " +
+		"Query with keywords (\"create issue\", \"send message\"), +word to require a word, server:NAME for one server, select:name1,name2 for tools you know by name, or group:NAME for every tool of a server or group. " +
+		"Matches come back with their input schemas; call them at once through call_tool, or from your tool list once they appear there. " +
 		"If nothing fits, search again with other words.")
 	var up, down []string
 	for _, st := range statuses {
@@ -202,4 +202,27 @@ func passthroughResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 // errorResult is a tool result that tells the model what went wrong.
 func errorResult(format string, args ...any) *mcp.CallToolResult {
 	return mcp.NewToolResultError(fmt.Sprintf(format, args...))
+}
+
+// bytesPerToken estimates how many bytes of a tool definition's JSON make one token.
+const bytesPerToken = 4
+
+// fitsAll reports whether every tool of cat is listed directly (toolSearch: auto): with
+// ListAllUnder set, while the definitions of all the tools, as listed, come to at most that
+// many tokens (estimated). Search only pays once listing everything costs more than it.
+func (s *Server) fitsAll(cat *upstream.Catalog) bool {
+	if s.opts.ListAllUnder <= 0 {
+		return false
+	}
+	s.fitMu.Lock()
+	defer s.fitMu.Unlock()
+	if s.fitCat != cat {
+		size := 0
+		for _, t := range cat.Tools {
+			b, _ := json.Marshal(exposedTool(t))
+			size += len(b)
+		}
+		s.fitCat, s.fits = cat, size/bytesPerToken <= s.opts.ListAllUnder
+	}
+	return s.fits
 }

@@ -15,6 +15,9 @@ type Query struct {
 	Select []string
 	// Server restricts results to the tools of one server (written server:NAME).
 	Server string
+	// Group asks for every tool of a configured group, or of a server (written group:NAME);
+	// the caller resolves it, since groups are configuration, not index.
+	Group string
 	// raws holds, beside each of Terms, the word it came from before stemming.
 	raws []string
 	// text is the query as written.
@@ -25,10 +28,18 @@ type Query struct {
 var ErrEmptyQuery = errors.New("empty query")
 
 // ParseQuery reads the query forms tool_search accepts: keywords, +required keywords,
-// server:NAME to search one server, and select:a,b for tools known by name.
+// server:NAME to search one server, select:a,b for tools known by name, and group:NAME for
+// a group of tools at once.
 func ParseQuery(s string) (Query, error) {
 	q := Query{text: s}
 	s = strings.TrimSpace(s)
+	if rest, ok := cutPrefixFold(s, "group:"); ok {
+		q.Group = strings.TrimSpace(rest)
+		if q.Group == "" || strings.ContainsAny(q.Group, " \t,") {
+			return q, errors.New("group: takes one name (write group:NAME, a server's or a configured group's)")
+		}
+		return q, nil
+	}
 	if rest, ok := cutPrefixFold(s, "select:"); ok {
 		for _, name := range strings.Split(rest, ",") {
 			if name = strings.TrimSpace(name); name != "" {

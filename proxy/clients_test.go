@@ -1,0 +1,99 @@
+package proxy
+
+import (
+	"cmp"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolsift/toolsift/internal/mcptest"
+)
+
+// loggedProxy is the golden proxy with a short ListWait, logging into the returned buffer.
+func loggedProxy(t *testing.T) (*Server, *mcptest.Buffer) {
+	t.Helper()
+	logs := &mcptest.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return newGoldenProxyWith(t, Options{Logger: log, ListWait: 300 * time.Millisecond}), logs
+}
+
+// holds returns the hold outcome of each tool search logged so far.
+func holds(logs *mcptest.Buffer) []string {
+	var out []string
+	for line := range strings.Lines(logs.String()) {
+		if !strings.Contains(line, `msg="tool search"`) {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, " hold=")
+		out = append(out, strings.Fields(rest)[0])
+	}
+	return out
+}
+
+func searchArgs(query string) map[string]any {
+	return map[string]any{"name": SearchTool, "arguments": map[string]any{"query": query, "max_results": 1}}
+}
+
+// TestHoldEndsWhenTheClientDoesNotRelist: a client that lets a hold run out without
+// re-listing has shown that it does not re-list before reading a result; its later searches
+// are answered at once, and their hint names call_tool alone.
+func TestHoldEndsWhenTheClientDoesNotRelist(t *testing.T) {
+	p, logs := loggedProxy(t)
+	c := newTranscript(t, p)
+	c.initializeAs("some-client")
+	id := c.send("tools/call", searchArgs("send message"))
+	c.expect("notifications/tools/list_changed")
+	c.expect("notifications/tools/list_changed") // sent again halfway through the hold
+	c.expect(id)
+	id = c.send("tools/call", searchArgs("create issue"))
+	c.expectUnordered("notifications/tools/list_changed", id)
+	if got := holds(logs); len(got) != 2 || got[0] != holdTimeout || got[1] != holdSkipped {
+		t.Errorf("holds = %q, want [timeout skipped]", got)
+	}
+	result := string(c.sections[len(c.sections)-1].data)
+	if strings.Contains(result, "join your tool list") || !strings.Contains(result, "call_tool") {
+		t.Errorf("the hint for a client that does not re-list: %s", result)
+	}
+}
+
+// TestHoldPerClient: Codex is never held; Gemini CLI, which applies a re-listed list in the
+// background, is held a settle longer once its re-list is written; others until they re-list.
+func TestHoldPerClient(t *testing.T) {
+	for _, tc := range []struct {
+		client string
+		want   string
+		settle time.Duration
+	}{
+		{"codex-mcp-client", holdSkipped, 0},
+		{"gemini-cli-mcp-client", holdRelisted, habits["gemini-cli-mcp-client"].settle},
+		{"claude-code", holdRelisted, 0},
+		{"", holdRelisted, 0},
+	} {
+		t.Run(tc.client, func(t *testing.T) {
+			p, logs := loggedProxy(t)
+			c := newTranscript(t, p)
+			c.initializeAs(tc.client)
+			id := c.send("tools/call", searchArgs("send message"))
+			if tc.want == holdSkipped {
+				c.expectUnordered("notifications/tools/list_changed", id)
+			} else {
+				c.expect("notifications/tools/list_changed")
+				c.roundTrip("tools/list", map[string]any{})
+				listed := time.Now()
+				c.expect(id)
+				// A floor, not a speed claim: the result must not come before the settle.
+				if waited := time.Since(listed); waited < tc.settle*8/10 {
+					t.Errorf("result %v after the re-list, want at least %v", waited, tc.settle)
+				}
+			}
+			if got := holds(logs); len(got) != 1 || got[0] != tc.want {
+				t.Errorf("holds = %q, want [%s]", got, tc.want)
+			}
+			name := cmp.Or(tc.client, `""`) // as slog writes an empty value
+			if !strings.Contains(logs.String(), `msg="client connected" session=stdio client=`+name+" ") {
+				t.Errorf("the client is not logged:\n%s", logs)
+			}
+		})
+	}
+}
