@@ -2,8 +2,8 @@ package config
 
 import (
 	"os"
-	"regexp"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
