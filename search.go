@@ -93,6 +93,9 @@ func searchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("%w: query %q: %v: give words a tool's name or description would hold, as in: toolsift search create issue (+word requires a word, server:NAME searches one server, select:a,b fetches by name)", errUsage, query, err)
 	}
+	if q.Group != "" {
+		return fmt.Errorf("%w: group:%s unlocks tools in a client's session and ranks nothing; to see a server's tools here, search server:%s with a word or two", errUsage, q.Group, q.Group)
+	}
 	ix, err := cat.index(ctx, stderr)
 	if err != nil {
 		return err

@@ -107,7 +107,10 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		})
 	}
 	for _, st := range s.ups.Statuses() {
-		if !st.State.Usable() && st.State != upstream.StateDisabled {
+		// A server starting with its tools known (cached) is searched, and a call waits for
+		// it: not something for the model to avoid.
+		starting := st.State == upstream.StateStarting && st.Tools > 0
+		if !st.State.Usable() && st.State != upstream.StateDisabled && !starting {
 			res.Unavailable = append(res.Unavailable, fmt.Sprintf("%s (%s)", st.Name, st.State))
 		}
 	}

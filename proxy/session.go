@@ -340,6 +340,7 @@ func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsReq
 	watched, version := sess.watched, sess.version
 	sess.mu.Unlock()
 	result.Tools = tools
+	s.log.Debug("tools listed", "session", sess.id, "tools", len(tools), "version", version)
 	if !watched {
 		sess.markListed(version)
 		return

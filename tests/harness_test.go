@@ -416,6 +416,7 @@ func (c *client) waitNotification(method string, n int, timeout time.Duration) b
 func warmCache(t testing.TB, env []string, bin, cfg, query string) SearchResult {
 	t.Helper()
 	c := startWith(t, env, bin, "--config", cfg)
+	c.relist = true // or the search waits out its hold
 	c.initialize()
 	sr := c.search(query, 1)
 	c.stdin.Close()
