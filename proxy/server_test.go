@@ -403,6 +403,12 @@ func TestMatchesTemplate(t *testing.T) {
 // /mcp URL and a function that sends a notification from the server.
 func serveOne(t *testing.T, gh *fakeConn) (url string, notify func(method string)) {
 	t.Helper()
+	return serveOneWith(t, gh, Options{ListWait: 50 * time.Millisecond})
+}
+
+// serveOneWith is serveOne with the proxy's options.
+func serveOneWith(t *testing.T, gh *fakeConn, opts Options) (url string, notify func(method string)) {
+	t.Helper()
 	var mu sync.Mutex
 	var n upstream.Notify // the server's, guarded by mu
 	pool := upstream.NewPool([]config.Server{{Name: "gh", Prefix: "gh", Type: config.TypeStdio, Command: "x"}}, upstream.Options{
@@ -413,7 +419,7 @@ func serveOne(t *testing.T, gh *fakeConn) (url string, notify func(method string
 			return gh, upstream.Info{}, nil
 		},
 	})
-	p := New(pool, Options{ListWait: 50 * time.Millisecond})
+	p := New(pool, opts)
 	pool.Start(upstream.Hooks{OnChange: p.CatalogChanged})
 	t.Cleanup(func() { pool.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -535,5 +541,49 @@ func TestQueryTooLong(t *testing.T) {
 	res := connect(t, hs.URL).call(t, SearchTool, map[string]any{"query": strings.Repeat("issue ", 1<<17)})
 	if !res.IsError || !strings.Contains(mcptest.Text(res), "the query is 786432 bytes; at most 2000") || len(mcptest.Text(res)) > 4000 {
 		t.Errorf("a 768 KB query = %.300s", mcptest.Text(res))
+	}
+}
+
+// TestListAllSwitchesToSearch: under toolSearch: auto, a session listed every tool while
+// they fit; once the server offers more than the budget, the session is told, and re-lists
+// the meta-tools instead.
+func TestListAllSwitchesToSearch(t *testing.T) {
+	gh := &fakeConn{tools: []json.RawMessage{tool("create_issue", "Create an issue")}}
+	url, notify := serveOneWith(t, gh, Options{ListWait: 50 * time.Millisecond, ListAllUnder: 200})
+	a := connect(t, url)
+	if got := a.names(t); !slices.Equal(got, []string{"gh__create_issue"}) {
+		t.Fatalf("tools/list while one tool fits = %q", got)
+	}
+	waitChanged := func(want int, what string) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			a.mu.Lock()
+			changed := a.changed
+			a.mu.Unlock()
+			if changed >= want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no list_changed when %s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// Every tool is listed, so a change to any concerns the session, though the directory
+	// of servers (one tool) stays the same.
+	gh.tools = []json.RawMessage{tool("create_issue", "Create an issue, with labels")} // read only after the notification
+	notify("notifications/tools/list_changed")
+	waitChanged(1, "a listed tool changed")
+
+	var many []json.RawMessage
+	for i := range 20 {
+		many = append(many, tool(fmt.Sprintf("tool_%d", i), strings.Repeat("A long description. ", 5)))
+	}
+	gh.tools = many
+	notify("notifications/tools/list_changed")
+	waitChanged(2, "the catalog outgrew the budget")
+	if got := a.names(t); !slices.Equal(got, []string{SearchTool, CallTool}) {
+		t.Errorf("tools/list past the budget = %q, want the meta-tools", got)
 	}
 }
