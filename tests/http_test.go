@@ -356,7 +356,7 @@ func TestHTTPListChangedIsNeverLost(t *testing.T) {
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	url := serveHTTP(t, fmt.Sprintf("mcpServers:\n  many:\n    command: %q\n    args: [--builtins=false, --catalog, %q]\n", fixtureBin, file))
+	url := serveHTTP(t, fmt.Sprintf("maxUnlocked: %d\nmcpServers:\n  many:\n    command: %q\n    args: [--builtins=false, --catalog, %q]\n", n, fixtureBin, file))
 	s := connectHTTP(t, url)
 	// Wait for the upstream: its arrival changes tool_search's server directory, which is
 	// announced to every session, before the count starts.
