@@ -129,14 +129,19 @@ func (s *Server) syncPromptsAndResources() {
 	}
 	// Each Set tells every session its list changed: only when it did, so that a server
 	// that reconnects with what it had does not disturb anyone.
-	if keys[0] != s.registered[0] {
-		s.mcp.SetPrompts(prompts...)
-	}
-	if keys[1] != s.registered[1] {
-		s.mcp.SetResources(resources...)
-	}
-	if keys[2] != s.registered[2] {
-		s.mcp.SetResourceTemplates(templates...)
+	first := s.registered == [3]string{} // in New, before any session exists
+	for i, set := range []func(){
+		func() { s.mcp.SetPrompts(prompts...) },
+		func() { s.mcp.SetResources(resources...) },
+		func() { s.mcp.SetResourceTemplates(templates...) },
+	} {
+		if keys[i] == s.registered[i] {
+			continue
+		}
+		set()
+		if !first {
+			s.log.Debug("list_changed sent", "session", "all", "reason", [3]string{"prompts", "resources", "resource templates"}[i])
+		}
 	}
 	s.registered = keys
 	s.log.Debug("prompts and resources registered", "prompts", len(prompts), "resources", len(resources), "templates", len(templates))

@@ -16,6 +16,9 @@ type habit struct {
 	// settle: the client applies a re-listed tool list asynchronously; hold the result this
 	// much longer once the re-list is written.
 	settle time.Duration
+	// wait, if set, replaces Options.ListWait: the client may go a while without reading
+	// anything, and re-list once it does.
+	wait time.Duration
 }
 
 // habits maps the clientInfo.name a client gives in initialize to its habit. Clients not
@@ -28,6 +31,10 @@ var habits = map[string]habit{
 	// unlocked tool reached the next model request 1 time in 10 with no settle, 7 in 7 with
 	// 50 ms.
 	"gemini-cli-mcp-client": {settle: 100 * time.Millisecond},
+	// opencode 1.18: re-lists 10–74 ms after list_changed, but early in a session it can read
+	// nothing from its servers for 2.5–3.5 s; while it does not read, it does not read the
+	// result either, so a longer hold costs nothing.
+	"opencode": {wait: 5 * time.Second},
 }
 
 // afterInitialize notes who the client is and applies its habit to the session.
@@ -39,6 +46,7 @@ func (s *Server) afterInitialize(ctx context.Context, _ any, req *mcp.Initialize
 	sess.client = name
 	sess.holds = !h.noHold
 	sess.settle = h.settle
+	sess.wait = h.wait
 	sess.mu.Unlock()
 	s.log.Info("client connected", "session", sess.id, "client", name, "client_version", req.Params.ClientInfo.Version,
 		"protocol", req.Params.ProtocolVersion, "holds", !h.noHold)

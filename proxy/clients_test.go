@@ -97,3 +97,19 @@ func TestHoldPerClient(t *testing.T) {
 		})
 	}
 }
+
+// TestOpencodeHoldsLonger: opencode may read nothing for seconds early in a session, so its
+// hold outlasts ListWait (300 ms here): a re-list 400 ms late still counts.
+func TestOpencodeHoldsLonger(t *testing.T) {
+	p, logs := loggedProxy(t)
+	c := newTranscript(t, p)
+	c.initializeAs("opencode")
+	id := c.send("tools/call", searchArgs("send message"))
+	c.expect("notifications/tools/list_changed")
+	time.Sleep(400 * time.Millisecond)
+	c.roundTrip("tools/list", map[string]any{})
+	c.expect(id)
+	if got := holds(logs); len(got) != 1 || got[0] != holdRelisted {
+		t.Errorf("holds = %q, want [relisted]", got)
+	}
+}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -56,6 +57,7 @@ import (
 //     still be running when it builds the next model request: its hold lasts settle longer.
 //   - Codex never re-lists by default, and with mcp_tool_list_changed on only once the result
 //     has arrived: a hold only delays it, so its sessions never hold.
+//   - opencode can go seconds without reading early in a session: its hold lasts longer.
 //   - Any other client that lets a hold run out without re-listing has shown that it does not
 //     re-list before reading the result; its later searches do not hold either.
 //
@@ -93,6 +95,8 @@ type session struct {
 	// settle is how much longer a hold lasts once the re-list is written, for a client that
 	// applies the new list asynchronously.
 	settle time.Duration
+	// wait, if not zero, caps the hold instead of Options.ListWait.
+	wait time.Duration
 	// subs holds the resource URIs the session subscribed to.
 	subs map[string]bool
 	// calls counts the session's tool calls in flight upstream (Options.MaxCalls).
@@ -243,6 +247,7 @@ const (
 func (s *Server) announce(ctx context.Context, sess *session, wait bool, reason string) string {
 	sess.mu.Lock()
 	listed, holds, settle := sess.listed, sess.holds, sess.settle
+	limit := cmp.Or(sess.wait, s.opts.ListWait)
 	sess.mu.Unlock()
 	s.notifyListChanged(ctx, sess, reason)
 	if !wait {
@@ -252,9 +257,9 @@ func (s *Server) announce(ctx context.Context, sess *session, wait bool, reason 
 		return holdSkipped
 	}
 	outcome := holdTimeout
-	half := time.NewTimer(s.opts.ListWait / 2)
+	half := time.NewTimer(limit / 2)
 	defer half.Stop()
-	rest := time.NewTimer(s.opts.ListWait)
+	rest := time.NewTimer(limit)
 	defer rest.Stop()
 wait:
 	for {

@@ -20,11 +20,6 @@ import (
 	"time"
 )
 
-// The pinned Codex CLI (tests/clients/package.json). The assertions below describe how this
-// version treats MCP tool lists, so a different version fails loudly instead of passing or
-// failing for reasons nobody checked.
-const codexVersion = "0.171.0"
-
 // codexServer is the key toolsift is registered under in Codex's config.toml. Codex declares
 // an MCP server's tools in a Responses API namespace named mcp__<key>.
 const codexServer = "ts"
@@ -114,29 +109,11 @@ func TestCodex(t *testing.T) {
 	})
 }
 
-// codexCLI returns the pinned Codex CLI, failing (not skipping) when it is not installed.
+// codexCLI returns the pinned Codex CLI. Even --version writes under CODEX_HOME, so it gets
+// one of its own.
 func codexCLI(t *testing.T) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("clients", "node_modules", ".bin", "codex"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is missing: run `npm ci --prefix tests/clients`", p)
-	}
-	// The npm package's launcher needs the optional native package; without it it fails here,
-	// with its own message, rather than in the middle of a scenario. Even --version writes
-	// under CODEX_HOME, so it gets one of its own.
-	cmd := exec.Command(p, "--version")
-	cmd.Env = codexEnv(t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s --version: %v\n%s\nrun `npm ci --prefix tests/clients` (it installs @openai/codex-linux-x64 as an optional dependency)", p, err, out)
-	}
-	if !strings.Contains(string(out), codexVersion) {
-		t.Fatalf("%s is %q, want %s: run `npm ci --prefix tests/clients`", p, strings.TrimSpace(string(out)), codexVersion)
-	}
-	return p
+	return clientBin(t, "codex", codexEnv(t.TempDir()))
 }
 
 // codexEnv is Codex's whole environment, with home as HOME: only what it needs, so that

@@ -47,11 +47,7 @@ const geminiPrompt = "Find the echo tool with tool_search, then call it through 
 //     with hold=relisted, and no list_changed was sent before the first search, though the
 //     fake model answers only after toolsift has connected its (cached) upstream.
 func TestGeminiCLIUnlockedToolInNextRequest(t *testing.T) {
-	wd, _ := os.Getwd()
-	gemini := filepath.Join(wd, "clients", "node_modules", ".bin", "gemini")
-	if _, err := os.Stat(gemini); err != nil {
-		t.Fatalf("%s is missing: run `npm ci --prefix tests/clients`", gemini)
-	}
+	gemini := clientBin(t, "gemini", []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")})
 
 	// The toolsift Gemini starts must find the catalog already cached: warm it in the same
 	// cache directory.
