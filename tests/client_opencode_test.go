@@ -172,15 +172,13 @@ func TestOpencodeUnlockedToolInNextRequest(t *testing.T) {
 			t.Errorf("list_changed sent before the first tool search: %s", l)
 		}
 	}
-	// Reported, not failed: a known error at exit, for the record of each run.
-	writeErrs := 0
+	// A write to a server being stopped at exit is dropped quietly, not logged as an error.
 	for _, l := range lines {
 		if strings.Contains(l, "Error writing response") {
-			writeErrs++
+			t.Errorf("toolsift logged an error at exit: %s", l)
 		}
 	}
-	t.Logf("tool search: hold=%s duration_ms=%s; Error writing response in toolsift's log: %d",
-		opencodeLogField(lines[search], "hold"), opencodeLogField(lines[search], "duration_ms"), writeErrs)
+	t.Logf("tool search: hold=%s duration_ms=%s", opencodeLogField(lines[search], "hold"), opencodeLogField(lines[search], "duration_ms"))
 }
 
 // runOpencode runs `opencode run` on the prompt, with home as its HOME and every XDG
