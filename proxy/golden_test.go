@@ -182,9 +182,14 @@ func (c *transcript) initialize() { c.initializeAs("golden") }
 
 // initializeAs opens the session as the client with the given clientInfo.name.
 func (c *transcript) initializeAs(client string) {
+	c.initializeWith(client, map[string]any{"roots": map[string]any{}})
+}
+
+// initializeWith opens the session as the client with the given name and capabilities.
+func (c *transcript) initializeWith(client string, caps map[string]any) {
 	c.roundTrip("initialize", map[string]any{
 		"protocolVersion": "2025-11-25",
-		"capabilities":    map[string]any{"roots": map[string]any{}},
+		"capabilities":    caps,
 		"clientInfo":      map[string]any{"name": client, "version": "1"},
 	})
 	c.write("notifications/initialized", map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})

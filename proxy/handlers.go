@@ -84,19 +84,31 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	start := time.Now()
 	pending := s.awaitStartup(ctx)
 	ix, cat := s.searchIndex()
+	sess := s.sessionFrom(ctx)
 	var names, unknown []string
-	if q.Group != "" {
+	switch {
+	case q.Group != "":
 		if names, err = s.group(cat, q.Group); err != nil {
 			return errorResult("tool_search: %v", err), nil
 		}
-	} else {
+	case len(q.Select) > 0:
 		var hits []search.Hit
 		hits, unknown = ix.Search(q, limit)
 		for _, h := range hits {
 			names = append(names, h.Name)
 		}
+	default:
+		// Ranked a little deeper than asked, for the client's model to choose from when the
+		// words are unsure.
+		hits, _ := ix.Search(q, max(limit, sampledCandidates))
+		for _, h := range hits {
+			names = append(names, h.Name)
+		}
+		if picked := s.sampled(ctx, sess, *args.Query, cat, hits); picked != nil {
+			names = picked
+		}
+		names = names[:min(len(names), limit)]
 	}
-	sess := s.sessionFrom(ctx)
 	res := SearchResult{Query: *args.Query, Matches: []Match{}, Unlocked: []string{}, Unknown: unknown}
 	for _, name := range names {
 		t, _ := cat.Lookup(name)

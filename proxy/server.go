@@ -59,6 +59,13 @@ type Options struct {
 	// Groups maps a group name to patterns of exposed tool names, for tool_search's
 	// group:NAME; a name that is no group's is taken as a server's.
 	Groups map[string][]string
+	// Sampling lets an unsure tool_search ask the client's model, through MCP sampling, to
+	// choose among its best candidates (search.sampling: auto); only sessions whose client
+	// declared the sampling capability are asked.
+	Sampling bool
+	// SamplingTimeout caps the wait for that answer (the client may ask its user first);
+	// past it the words stand. 0 means 30s.
+	SamplingTimeout time.Duration
 	// MaxRequestBytes bounds one request a stdio client sends; one over it is answered with
 	// an error and never held whole. 0 means 4 MiB, as over HTTP.
 	MaxRequestBytes int
@@ -124,6 +131,9 @@ func New(ups Upstreams, opts Options) *Server {
 	}
 	if opts.MaxCalls == 0 {
 		opts.MaxCalls = 32
+	}
+	if opts.SamplingTimeout == 0 {
+		opts.SamplingTimeout = 30 * time.Second
 	}
 	if opts.MaxUnlocked == 0 {
 		opts.MaxUnlocked = 30

@@ -97,6 +97,8 @@ type session struct {
 	settle time.Duration
 	// wait, if not zero, caps the hold instead of Options.ListWait.
 	wait time.Duration
+	// samples is set when the client declared the sampling capability.
+	samples bool
 	// subs holds the resource URIs the session subscribed to.
 	subs map[string]bool
 	// calls counts the session's tool calls in flight upstream (Options.MaxCalls).
