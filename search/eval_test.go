@@ -118,6 +118,7 @@ func evalSets(t *testing.T) []evalSet {
 		{"cloudledger (zh, 60 tools)", "../bench/cloudledger/cases.yaml", cloud, map[int]float64{1: 0.70, 5: 0.90}},
 		{"bench/en.yaml (1,142 tools)", "../bench/en.yaml", all, map[int]float64{5: 0.90}},
 		{"bench/en-holdout.yaml (1,142 tools)", "../bench/en-holdout.yaml", all, map[int]float64{5: 0.85}},
+		{"bench/zh.yaml (1,142 tools)", "../bench/zh.yaml", all, map[int]float64{1: 0.70, 5: 0.90}},
 	}
 }
 

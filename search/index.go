@@ -104,6 +104,9 @@ type Index struct {
 	// wordTerm maps each to its term, for typo tolerance.
 	nameWords []string
 	wordTerm  map[string]string
+	// chinese marks the docs whose description has CJK characters: the English of a Chinese
+	// query word is not matched against them (see Search).
+	chinese []bool
 	// serverOf gives each doc's server as a small number, for the server prior.
 	serverOf   []int32
 	numServers int
@@ -176,6 +179,7 @@ func NewIndex(docs []Doc) *Index {
 		for _, k := range d.Keywords {
 			ft[fieldKeywords] = appendIDs(ft[fieldKeywords], k)
 		}
+		ix.chinese = append(ix.chinese, hasCJK(d.Description))
 		summary, rest := splitSummary(d.Description)
 		ft[fieldSummary] = appendIDs(nil, summary)
 		ft[fieldDesc] = appendIDs(nil, rest)
@@ -308,6 +312,13 @@ func (ix *Index) Search(q Query, limit int) (hits []Hit, unknown []string) {
 			continue
 		}
 		if sc.addTerm(ix, term, raws[i]) {
+			known++
+		}
+	}
+	// A Chinese word the tools do not have in Chinese counts through its English, in the tools
+	// described in English: one described in Chinese had its chance at the Chinese word.
+	for _, g := range q.glosses {
+		if !ix.inCatalog(g.text) && sc.add(ix, ix.glossExpansions(g), ix.chinese) {
 			known++
 		}
 	}

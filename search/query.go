@@ -20,6 +20,8 @@ type Query struct {
 	Group string
 	// raws holds, beside each of Terms, the word it came from before stemming.
 	raws []string
+	// glosses holds the English of the query's Chinese words (see cjk.go).
+	glosses []gloss
 	// text is the query as written.
 	text string
 }
@@ -29,7 +31,7 @@ var ErrEmptyQuery = errors.New("empty query")
 
 // ParseQuery reads the query forms tool_search accepts: keywords, +required keywords,
 // server:NAME to search one server, select:a,b for tools known by name, and group:NAME for
-// a group of tools at once.
+// a group of tools at once. Chinese words are also read through their English (see cjk.go).
 func ParseQuery(s string) (Query, error) {
 	q := Query{text: s}
 	s = strings.TrimSpace(s)
@@ -78,6 +80,7 @@ func ParseQuery(s string) (Query, error) {
 	if len(q.Terms) == 0 {
 		return q, ErrEmptyQuery
 	}
+	q.glosses = glossesOf(s, q.Terms)
 	return q, nil
 }
 

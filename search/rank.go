@@ -23,6 +23,8 @@ type scratch struct {
 
 	// Per server: its three best scores, for the server prior.
 	top [][3]float64
+
+	expansions []weighted // addTerm's, reused
 }
 
 func (ix *Index) getScratch() *scratch {
@@ -40,8 +42,7 @@ func (ix *Index) getScratch() *scratch {
 // addTerm scores one query term into the accumulators and reports whether any doc matched.
 // A term counts once per tool: its best expansion, plus expansionTail of the others.
 func (sc *scratch) addTerm(ix *Index, term, word string) bool {
-	sc.gen++
-	sc.termDocs = sc.termDocs[:0]
+	sc.expansions = sc.expansions[:0]
 	own, known := ix.idf[term]
 	for _, e := range ix.expand(term, word) {
 		// An inexact match is worth no more than an exact one of the term itself would be:
@@ -50,15 +51,34 @@ func (sc *scratch) addTerm(ix *Index, term, word string) bool {
 		if known && e.term != term {
 			idf = min(idf, own)
 		}
-		w := e.weight * idf
+		sc.expansions = append(sc.expansions, weighted{e.term, e.weight * idf})
+	}
+	return sc.add(ix, sc.expansions, nil)
+}
+
+// weighted is an index term and what one unit of its BM25F base is worth for a query term.
+type weighted struct {
+	term string
+	w    float64
+}
+
+// add scores one query term, given as the index terms it matches, into the accumulators, and
+// reports whether any doc matched. Docs marked in skip (if not nil) are left out.
+func (sc *scratch) add(ix *Index, expansions []weighted, skip []bool) bool {
+	sc.gen++
+	sc.termDocs = sc.termDocs[:0]
+	for _, e := range expansions {
 		for _, p := range ix.postings[e.term] {
 			d := p.doc
+			if skip != nil && skip[d] {
+				continue
+			}
 			if sc.termGen[d] != sc.gen {
 				sc.termGen[d] = sc.gen
 				sc.best[d], sc.total[d] = 0, 0
 				sc.termDocs = append(sc.termDocs, d)
 			}
-			v := float64(p.base) * w
+			v := float64(p.base) * e.w
 			sc.total[d] += v
 			sc.best[d] = max(sc.best[d], v)
 		}
