@@ -263,7 +263,7 @@ func TestExampleShowsEveryKey(t *testing.T) {
 	if _, err := Parse("config.example.yaml", data, env(nil)); err != nil {
 		t.Fatalf("the example does not load: %v", err)
 	}
-	for _, keys := range [][]string{topKeys, authKeys, serverKeys, toolKeys} {
+	for _, keys := range [][]string{topKeys, authKeys, serverKeys, toolKeys, searchKeys, embeddingsKeys} {
 		for _, k := range keys {
 			if !regexp.MustCompile(`(?m)^[ #]*` + k + `:`).Match(data) {
 				t.Errorf("config.example.yaml does not show %s", k)
@@ -339,5 +339,51 @@ func TestSessionViewSettings(t *testing.T) {
 		if err != nil || cfg.MaxUnlocked != tc.unlocked || cfg.ListAllUnder != tc.listAll || !reflect.DeepEqual(cfg.Groups, tc.groups) {
 			t.Errorf("%q = %+v, %v", tc.yaml, cfg, err)
 		}
+	}
+}
+
+func TestSearchSettings(t *testing.T) {
+	vars := env(map[string]string{"OPENAI_API_KEY": "sk-test"})
+	for _, tc := range []struct {
+		yaml      string
+		want      Search
+		wantError string
+	}{
+		{yaml: "", want: Search{Sampling: SamplingOff}},
+		{yaml: "search: {sampling: auto}\n", want: Search{Sampling: SamplingAuto}},
+		{yaml: "search:\n  sampling: off\n", want: Search{Sampling: SamplingOff}},
+		{yaml: "search:\n  embeddings:\n    url: http://127.0.0.1:11434/v1/\n    model: nomic-embed-text\n",
+			want: Search{Sampling: SamplingOff, Embeddings: Embeddings{URL: "http://127.0.0.1:11434/v1", Model: "nomic-embed-text", Timeout: DefaultEmbeddingsTimeout}}},
+		{yaml: "search:\n  embeddings: {url: \"https://api.openai.com/v1\", model: text-embedding-3-small, apiKey: \"${OPENAI_API_KEY}\", timeout: 2s}\n  sampling: auto\n",
+			want: Search{Sampling: SamplingAuto, Embeddings: Embeddings{URL: "https://api.openai.com/v1", Model: "text-embedding-3-small", APIKey: "sk-test", Timeout: 2 * time.Second}}},
+		{yaml: "search: [a]\n", wantError: "c.yaml:1: search: want a mapping"},
+		{yaml: "search:\n  sampling: on\n", wantError: `c.yaml:2: search.sampling: "on": want auto or off`},
+		{yaml: "search:\n  sampling: [auto]\n", wantError: "c.yaml:2: search.sampling: want a string"},
+		{yaml: "search:\n  smapling: auto\n", wantError: "c.yaml:2: search.smapling: unknown key; did you mean sampling?"},
+		{yaml: "search:\n  embedding: {}\n", wantError: "search.embedding: unknown key; did you mean embeddings?"},
+		{yaml: "search:\n  embeddings: http://x/v1\n", wantError: "c.yaml:2: search.embeddings: want a mapping with url and model, got a string"},
+		{yaml: "search:\n  embeddings:\n    model: m\n", wantError: "c.yaml:3: search.embeddings.url: missing: the base URL"},
+		{yaml: "search:\n  embeddings:\n    url: http://x/v1\n", wantError: "c.yaml:3: search.embeddings.model: missing"},
+		{yaml: "search:\n  embeddings:\n    url: ftp://x/v1\n    model: m\n", wantError: `c.yaml:3: search.embeddings.url: "ftp://x/v1" is not an http(s) URL`},
+		{yaml: "search:\n  embeddings:\n    url: \"\"\n    model: m\n", wantError: "c.yaml:3: search.embeddings.url: empty"},
+		{yaml: "search:\n  embeddings:\n    url: http://x/v1\n    model: m\n    timeout: 0s\n", wantError: `c.yaml:5: search.embeddings.timeout: "0s" is not a positive duration`},
+		{yaml: "search:\n  embeddings:\n    url: http://x/v1\n    model: m\n    apiKey: ${NOPE}\n", wantError: "c.yaml:5: search.embeddings.apiKey: ${NOPE} is not set"},
+		{yaml: "search:\n  embeddings:\n    url: http://x/v1\n    model: m\n    apikey: k\n", wantError: "search.embeddings.apikey: unknown key; did you mean apiKey?"},
+	} {
+		cfg, err := Parse("c.yaml", []byte(tc.yaml+"mcpServers: {}\n"), vars)
+		if tc.wantError != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantError) {
+				t.Errorf("%q: error %v, want one containing %q", tc.yaml, err, tc.wantError)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(cfg.Search, tc.want) {
+			t.Errorf("%q = %+v, %v; want %+v", tc.yaml, cfg.Search, err, tc.want)
+		}
+	}
+	// A mistyped url is reported once, as the typo, not also as missing.
+	_, err := Parse("c.yaml", []byte("search:\n  embeddings:\n    ulr: http://x/v1\n    model: m\nmcpServers: {}\n"), vars)
+	if err == nil || !strings.Contains(err.Error(), "did you mean url?") || strings.Contains(err.Error(), "missing") {
+		t.Errorf("a typo of url: %v", err)
 	}
 }

@@ -71,10 +71,13 @@ func splitYAMLError(err error) (line int, msg string) {
 
 // The keys each level of the configuration knows, for the message about one it does not.
 var (
-	topKeys    = []string{"mcpServers", "listen", "auth", "allowedOrigins", "sessionIdleTimeout", "lazyStart", "idleTimeout", "startupTimeout", "callTimeout", "maxCalls", "maxResultBytes", "concurrency", "maxUnlocked", "toolSearch", "groups"}
+	topKeys    = []string{"mcpServers", "listen", "auth", "allowedOrigins", "sessionIdleTimeout", "lazyStart", "idleTimeout", "startupTimeout", "callTimeout", "maxCalls", "maxResultBytes", "concurrency", "maxUnlocked", "toolSearch", "groups", "search"}
 	authKeys   = []string{"tokens"}
 	serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "prefix", "description", "alwaysLoad", "allow", "deny", "disabled", "tools", "callTimeout", "startupTimeout", "lazyStart", "idleTimeout", "maxResultBytes", "concurrency"}
 	toolKeys   = []string{"keywords", "description"}
+	searchKeys = []string{"embeddings", "sampling"}
+	// embeddingsKeys are the keys of search.embeddings.
+	embeddingsKeys = []string{"url", "model", "apiKey", "timeout"}
 )
 
 // unknownKey reports a key that is not one of known, naming the known key it is most
