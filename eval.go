@@ -43,14 +43,16 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	ix, err := cat.index(ctx, stderr)
+	r, err := cat.ranking(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	rep, err := search.Evaluate(ix, cases, ks)
+	defer r.close()
+	rep, err := search.Evaluate(r, cases, ks)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *casesFile, err)
 	}
+	r.report(stderr, len(cases))
 	if *asJSON {
 		err = printJSON(stdout, rep)
 	} else {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolsift/toolsift/embedding"
 	"github.com/toolsift/toolsift/proxy"
 	"github.com/toolsift/toolsift/search"
 	"github.com/toolsift/toolsift/upstream"
@@ -31,34 +32,60 @@ type catalogFlags struct {
 func (c *catalogFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.config, "config", "", "read tools from the servers of this configuration `FILE` (default: the one toolsift serve finds)")
 	fs.Var(&c.tools, "tools", "read tools from a tools/list JSON `FILE` (repeatable); its base name is the server's name")
-	fs.DurationVar(&c.wait, "wait", 60*time.Second, "with --config, how long to wait for servers to start")
+	fs.DurationVar(&c.wait, "wait", 60*time.Second, "with --config, how long to wait for servers to start, and then for tool vectors (search.embeddings)")
 }
 
-// index builds a search index from --tools files or from the live servers of --config.
-func (c *catalogFlags) index(ctx context.Context, stderr io.Writer) (*search.Index, error) {
+// ranking is what search and eval rank with: the index by words, or with search.embeddings
+// configured, by words and meaning.
+type ranking struct {
+	search.Ranker
+	emb *embedding.Engine // nil without embeddings
+}
+
+// close stops the embeddings engine, if any.
+func (r ranking) close() {
+	if r.emb != nil {
+		r.emb.Close()
+	}
+}
+
+// report tells stderr how many of the queries were ranked by words alone because their
+// vectors could not be had: those measure the words, not the configured ranking.
+func (r ranking) report(stderr io.Writer, queries int) {
+	if r.emb == nil {
+		return
+	}
+	if n, err := r.emb.QueryFailures(); n > 0 {
+		fmt.Fprintf(stderr, "toolsift: embeddings: %d of %d queries ranked by words alone: %v\n", n, queries, err)
+	}
+}
+
+// ranking builds the ranking of the tools of --tools files, or of the live servers of
+// --config; the caller closes it.
+func (c *catalogFlags) ranking(ctx context.Context, stderr io.Writer) (ranking, error) {
 	if c.config != "" && len(c.tools) > 0 {
-		return nil, fmt.Errorf("%w: give either --config FILE (search your servers) or --tools FILE... (search tools/list JSON files), not both", errUsage)
+		return ranking{}, fmt.Errorf("%w: give either --config FILE (search your servers) or --tools FILE... (search tools/list JSON files), not both", errUsage)
 	}
 	if len(c.tools) > 0 {
 		var all []upstream.Tool
 		for _, f := range c.tools {
 			tools, err := upstream.LoadTools(f)
 			if err != nil {
-				return nil, err
+				return ranking{}, err
 			}
 			all = append(all, tools...)
 		}
-		return proxy.NewIndex(upstream.NewCatalog(all)), nil
+		return ranking{Ranker: proxy.NewIndex(upstream.NewCatalog(all))}, nil
 	}
 	cfg, err := loadConfig(c.config)
 	if c.config == "" && err != nil {
-		return nil, fmt.Errorf("%w; or search tools/list JSON files with --tools FILE", err)
+		return ranking{}, fmt.Errorf("%w; or search tools/list JSON files with --tools FILE", err)
 	}
 	if err != nil {
-		return nil, err
+		return ranking{}, err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// No cache here: search and eval measure what the servers list now.
+	// No catalog cache here: search and eval measure what the servers list now.
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion()})
 	defer pool.Close()
 	pool.Start(upstream.Hooks{})
@@ -72,7 +99,21 @@ func (c *catalogFlags) index(ctx context.Context, stderr io.Writer) (*search.Ind
 			fmt.Fprintf(stderr, "toolsift: server %s unavailable: %v\n", st.Name, st.Err)
 		}
 	}
-	return proxy.NewIndex(pool.Catalog()), nil
+	cat := pool.Catalog()
+	ix := proxy.NewIndex(cat)
+	emb := newEmbeddings(cfg, log, true)
+	if emb == nil {
+		return ranking{Ranker: ix}, nil
+	}
+	// Unlike a server, which searches with the vectors it has, a measure waits for them all
+	// (computed once, then read from the cache).
+	emb.Track(proxy.Docs(cat))
+	vctx, cancel := context.WithTimeout(ctx, c.wait)
+	defer cancel()
+	if err := emb.Wait(vctx); err != nil {
+		fmt.Fprintf(stderr, "toolsift: embeddings: %v; those tools rank by words alone\n", err)
+	}
+	return ranking{Ranker: emb.Hybrid(ix), emb: emb}, nil
 }
 
 // searchCmd prints the ranked tools for a query: toolsift search [flags] QUERY.
@@ -96,13 +137,15 @@ func searchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if q.Group != "" {
 		return fmt.Errorf("%w: group:%s unlocks tools in a client's session and ranks nothing; to see a server's tools here, search server:%s with a word or two", errUsage, q.Group, q.Group)
 	}
-	ix, err := cat.index(ctx, stderr)
+	r, err := cat.ranking(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	hits, unknown := ix.Search(q, *n)
+	defer r.close()
+	hits, unknown := r.Search(q, *n)
+	r.report(stderr, 1)
 	for i, h := range hits {
-		d, _ := ix.Doc(h.Name)
+		d, _ := r.Doc(h.Name)
 		fmt.Fprintf(stdout, "%3d %8.3f  %-45s %s\n", i+1, h.Score, h.Name, proxy.FirstLine(d.Description, 80))
 	}
 	for _, u := range unknown {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/embedding"
 	"github.com/toolsift/toolsift/proxy"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -57,8 +58,13 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	// The proxy is built on the pool, then the pool starts reporting to it.
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir()})
 	defer pool.Close()
+	emb := newEmbeddings(cfg, log, false)
+	if emb != nil {
+		// Closed before the pool: a catalog change after it is ignored.
+		defer emb.Close()
+	}
 	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion(), MaxCalls: cfg.MaxCalls,
-		MaxUnlocked: cfg.MaxUnlocked, ListAllUnder: cfg.ListAllUnder, Groups: cfg.Groups})
+		MaxUnlocked: cfg.MaxUnlocked, ListAllUnder: cfg.ListAllUnder, Groups: cfg.Groups, Embeddings: emb})
 	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
 	if addr := cmp.Or(*listen, cfg.HTTP.Listen); addr != "" {
 		return serveHTTP(ctx, srv, cfg.HTTP, addr, log)
@@ -136,6 +142,20 @@ func findConfig(named string) (string, error) {
 	}
 	return "", fmt.Errorf("no configuration: looked for %s; make one from your MCP clients' servers with: toolsift import -o ~/.config/toolsift/config.yaml (or pass --config FILE)",
 		strings.Join(candidates, " and "))
+}
+
+// newEmbeddings starts the embeddings engine of cfg's search.embeddings, with tool vectors
+// cached beside the catalogs; nil when none is configured. measuring is for the commands
+// that measure a ranking (see embedding.Options.AlwaysAsk).
+func newEmbeddings(cfg *config.Config, log *slog.Logger, measuring bool) *embedding.Engine {
+	e := cfg.Search.Embeddings
+	if e.URL == "" {
+		return nil
+	}
+	log = log.With("component", "embeddings")
+	log.Info("ranking by meaning too", "url", e.URL, "model", e.Model, "timeout", e.Timeout)
+	return embedding.New(embedding.Options{URL: e.URL, Model: e.Model, APIKey: e.APIKey, Timeout: e.Timeout,
+		CacheDir: cacheDir(), Logger: log, AlwaysAsk: measuring})
 }
 
 // cacheDir is where server catalogs are cached: $XDG_CACHE_HOME/toolsift, or the

@@ -40,6 +40,11 @@ type Options struct {
 	BatchSize int
 	// BatchTimeout bounds one request for tool vectors; 0 means 60s.
 	BatchTimeout time.Duration
+	// AlwaysAsk makes every search ask for its query's vector, even right after a failure,
+	// for the commands that measure a ranking: there, ranking a query by words alone
+	// because another failed would measure the wrong thing. A server rests instead (see
+	// health), so that a down API costs its searches nothing.
+	AlwaysAsk bool
 
 	// retry, if set, replaces minRetry, for tests.
 	retry time.Duration
@@ -116,7 +121,7 @@ func New(opts Options) *Engine {
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 		texts: map[key]string{}, vectors: map[key][]float32{}, fails: map[key]int{}, progress: make(chan struct{}),
 	}
-	e.queries.log = opts.Logger
+	e.queries.log, e.queries.alwaysAsk = opts.Logger, opts.AlwaysAsk
 	go e.run()
 	return e
 }
@@ -448,7 +453,9 @@ func (e *Engine) query(ctx context.Context, text string) ([]float32, error) {
 // then a line a minute at most, counting the searches ranked by words alone, and the
 // recovery.
 type health struct {
-	log *slog.Logger // fixed at creation
+	// Fixed at creation.
+	log       *slog.Logger
+	alwaysAsk bool
 
 	mu     sync.Mutex // guards the fields below
 	until  time.Time  // no query asks before this
@@ -463,7 +470,7 @@ type health struct {
 func (h *health) resting() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.down && time.Now().Before(h.until) {
+	if h.down && !h.alwaysAsk && time.Now().Before(h.until) {
 		h.since++
 		h.total++
 		return errResting

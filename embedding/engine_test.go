@@ -193,6 +193,23 @@ func TestQueriesRecover(t *testing.T) {
 	}
 }
 
+// TestAlwaysAsk: a command that measures asks for every query's vector, failure or not.
+func TestAlwaysAsk(t *testing.T) {
+	api := embedtest.New(t)
+	e, _, h := start(t, api, Options{AlwaysAsk: true}, testDocs())
+	api.SetMode(embedtest.Status500)
+	before, _ := api.Requests()
+	for range 3 {
+		h.Search(query(t, "lodge a complaint"), 5)
+	}
+	if n, _ := api.Requests(); n != before+3 {
+		t.Errorf("%d requests for 3 searches, want 3", n-before)
+	}
+	if n, err := e.QueryFailures(); n != 3 || err == nil {
+		t.Errorf("QueryFailures = %d, %v", n, err)
+	}
+}
+
 // TestCallerCancelIsNoFailure: a search whose caller went away ranks by words, and does not
 // count against the API.
 func TestCallerCancelIsNoFailure(t *testing.T) {

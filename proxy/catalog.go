@@ -17,10 +17,11 @@ import (
 // CatalogChanged is called after the upstream catalog changed. It registers the upstreams'
 // prompts, resources and resource templates with the MCP server (they are the same for every
 // session, so mcp-go's own registry, and its list_changed to every session, fit them), and
-// tells the sessions whose tool list changed.
+// tells the sessions whose tool list changed; the embeddings engine, if any, is told too.
 func (s *Server) CatalogChanged() {
 	s.syncPromptsAndResources()
 	s.announceChanges()
+	s.trackEmbeddings()
 }
 
 // announceChanges sends list_changed to each session whose tools/list is no longer what it

@@ -93,7 +93,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		}
 	case len(q.Select) > 0:
 		var hits []search.Hit
-		hits, unknown = ix.Search(q, limit)
+		hits, unknown = s.rank(ctx, ix, q, limit)
 		for _, h := range hits {
 			names = append(names, h.Name)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolsift/toolsift/embedding"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -72,6 +73,10 @@ type Options struct {
 	// ShutdownGrace is how long, once ServeStdio's context ends, the requests already read
 	// may take to be answered; 0 means 10s.
 	ShutdownGrace time.Duration
+	// Embeddings, if set, ranks tool_search's keyword queries by meaning as well as by
+	// words, and is told of every catalog change to compute the tools' vectors; nil ranks
+	// by words alone. The caller owns it and closes it after the server.
+	Embeddings *embedding.Engine
 }
 
 // Server is the proxy's MCP server. Each of its mutexes guards one thing; see session for
@@ -93,8 +98,10 @@ type Server struct {
 	// re-list handshake (see session). It has its own mutex.
 	lists pendingLists
 
-	// index is the search index of the latest catalog. It has its own mutex.
-	index indexCache
+	// index is the search index of the latest catalog, and hybrid its ranker by words and
+	// meaning. Each has its own mutex.
+	index  indexCache
+	hybrid hybridCache
 
 	fitMu sync.Mutex // guards fitCat and fits
 	// fits caches fitsAll for the catalog fitCat.
@@ -187,6 +194,8 @@ func New(ups Upstreams, opts Options) *Server {
 	// Register the cached prompts and resources before any session exists: registered later,
 	// when a server connects with what it had, they would be announced as a change.
 	s.syncPromptsAndResources()
+	// The cached catalogs' tools get their vectors from now on, not at the first change.
+	s.trackEmbeddings()
 	return s
 }
 
