@@ -183,15 +183,7 @@ func (e *Engine) changedLocked() {
 func (e *Engine) Wait(ctx context.Context) error {
 	for {
 		e.mu.Lock()
-		missing, tried := 0, 0
-		for _, k := range e.order {
-			if e.vectors[k] == nil {
-				missing++
-				if e.fails[k] > 0 {
-					tried++
-				}
-			}
-		}
+		missing, tried := e.missingLocked()
 		total, failure, stuck, progress := len(e.order), e.failure, e.failure != nil && (!e.succeeded || tried == missing), e.progress
 		e.mu.Unlock()
 		switch {
@@ -208,6 +200,20 @@ func (e *Engine) Wait(ctx context.Context) error {
 			return fmt.Errorf("%d of %d tools have no vector: the engine is closed", missing, total)
 		}
 	}
+}
+
+// missingLocked counts the tracked texts without a vector, and those of them that were in
+// a failed request.
+func (e *Engine) missingLocked() (missing, tried int) {
+	for _, k := range e.order {
+		if e.vectors[k] == nil {
+			missing++
+			if e.fails[k] > 0 {
+				tried++
+			}
+		}
+	}
+	return missing, tried
 }
 
 // QueryFailures returns how many searches were ranked by words alone because the query's
@@ -237,6 +243,9 @@ func (e *Engine) run() {
 		case <-e.wake:
 		}
 		for e.ctx.Err() == nil {
+			if round.start.IsZero() {
+				round.start = time.Now()
+			}
 			round.cached += e.loadCached(checked)
 			batch, texts := e.batch()
 			if len(batch) == 0 {
@@ -249,9 +258,6 @@ func (e *Engine) run() {
 				}
 				round.start, round.cached, round.computed = time.Time{}, 0, 0
 				break
-			}
-			if round.start.IsZero() {
-				round.start = time.Now()
 			}
 			err := e.embed(batch, texts)
 			if err == nil {
@@ -267,12 +273,7 @@ func (e *Engine) run() {
 			}
 			retry = min(max(2*retry, cmp.Or(e.opts.retry, minRetry)), maxRetry)
 			e.mu.Lock()
-			missing := 0
-			for _, k := range e.order {
-				if e.vectors[k] == nil {
-					missing++
-				}
-			}
+			missing, _ := e.missingLocked()
 			e.mu.Unlock()
 			if time.Since(logged) >= logEvery {
 				e.log.Warn("tool vectors not computed; those tools rank by words alone", "error", err, "missing", missing, "retry_in", retry)

@@ -20,7 +20,7 @@ import (
 // zero): each counts the words of a text that are in its list.
 var Concepts = [][]string{
 	{"issue", "issues", "bug", "bugs", "ticket", "tickets", "complaint", "complaints", "defect", "grievance"},
-	{"create", "new", "lodge", "add", "make", "raise"},
+	{"create", "new", "lodge", "make", "raise"},
 	{"list", "enumerate", "every"},
 	{"message", "messages", "send", "post", "chat", "tell", "notify"},
 	{"read", "contents", "peek", "skim"},
