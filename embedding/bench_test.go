@@ -2,11 +2,17 @@ package embedding_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/toolsift/toolsift/embedding"
 	"github.com/toolsift/toolsift/internal/embedtest"
@@ -14,10 +20,10 @@ import (
 	"github.com/toolsift/toolsift/upstream"
 )
 
-// scaledDocs repeats the public catalogs under renamed servers until there are n docs.
-func scaledDocs(b *testing.B, n int) []search.Doc {
+// catalogDocs reads the public catalogs, as bench/en.yaml names their tools.
+func catalogDocs(b *testing.B) []search.Doc {
 	files, _ := filepath.Glob("../bench/catalogs/*.json")
-	var base []search.Doc
+	var docs []search.Doc
 	for _, f := range files {
 		if strings.HasSuffix(f, "azure-all.json") {
 			continue // an alternative view of azure
@@ -27,10 +33,16 @@ func scaledDocs(b *testing.B, n int) []search.Doc {
 			b.Fatal(err)
 		}
 		for _, t := range tools {
-			base = append(base, search.Doc{Name: t.Server + "__" + t.Name, Tool: t.Name, Server: t.Server,
+			docs = append(docs, search.Doc{Name: t.Server + "__" + t.Name, Tool: t.Name, Server: t.Server,
 				Description: t.Description, Params: search.ParamsFromSchema(t.InputSchema)})
 		}
 	}
+	return docs
+}
+
+// scaledDocs repeats the public catalogs under renamed servers until there are n docs.
+func scaledDocs(b *testing.B, n int) []search.Doc {
+	base := catalogDocs(b)
 	var docs []search.Doc
 	for copy := 0; len(docs) < n; copy++ {
 		for _, d := range base[:min(len(base), n-len(docs))] {
@@ -86,5 +98,82 @@ func BenchmarkHybridSearch(b *testing.B) {
 			}
 		})
 		e.Close()
+	}
+}
+
+// BenchmarkFusionWeakModel measures what fusion costs with a model weaker than the words:
+// a stand-in that embeds TF-IDF weights of crudely stemmed words, hashed into 1,024
+// dimensions, with no synonyms. It reports recall@1 and @5 on bench/en.yaml and
+// en-holdout.yaml, by words alone and fused; the fusion constants in search/fuse.go cite
+// it. A real model is to be measured with toolsift eval.
+func BenchmarkFusionWeakModel(b *testing.B) {
+	docs := catalogDocs(b)
+	words := func(s string) []string {
+		var out []string
+		for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			if len(w) > 2 && w != "the" && w != "and" && w != "for" && w != "with" && w != "from" && w != "this" && w != "that" {
+				out = append(out, w[:min(len(w), 5)])
+			}
+		}
+		return out
+	}
+	df := map[string]float64{}
+	for _, d := range docs {
+		seen := map[string]bool{}
+		for _, w := range words(embedding.Text(d)) {
+			if !seen[w] {
+				seen[w] = true
+				df[w]++
+			}
+		}
+	}
+	vector := func(s string) []float32 {
+		v := make([]float32, 1024)
+		v[0] = 0.01
+		for _, w := range words(s) {
+			h := fnv.New32a()
+			h.Write([]byte(w))
+			v[1+h.Sum32()%1023] += float32(math.Log(1 + float64(len(docs))/(1+df[w])))
+		}
+		return v
+	}
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Input []string }
+		json.NewDecoder(r.Body).Decode(&req)
+		type datum struct {
+			Embedding []float32 `json:"embedding"`
+			Index     int       `json:"index"`
+		}
+		var out struct {
+			Data []datum `json:"data"`
+		}
+		for i, in := range req.Input {
+			out.Data = append(out.Data, datum{vector(in), i})
+		}
+		json.NewEncoder(w).Encode(out)
+	}))
+	defer api.Close()
+	e := embedding.New(embedding.Options{URL: api.URL, Model: "tf-idf", BatchSize: 512, Timeout: 5 * time.Second, AlwaysAsk: true})
+	defer e.Close()
+	e.Track(docs)
+	if err := e.Wait(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	ix := search.NewIndex(docs)
+	for b.Loop() {
+		for _, f := range []string{"en", "en-holdout"} {
+			cases, err := search.LoadCases("../bench/" + f + ".yaml")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for name, r := range map[string]search.Ranker{"words": ix, "fused": e.Hybrid(ix)} {
+				rep, err := search.Evaluate(r, cases, []int{1, 5})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(rep.Recall[1], f+"-"+name+"-r@1")
+				b.ReportMetric(rep.Recall[5], f+"-"+name+"-r@5")
+			}
+		}
 	}
 }

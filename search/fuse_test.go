@@ -75,11 +75,11 @@ func TestFuse(t *testing.T) {
 		{"required nobody has", "+zebra lodge a complaint", sims(ix, complaint), 5, nil},
 		// A tool without a vector is ranked by words only; one with none is not ranked by meaning.
 		{"no vector", "lodge a complaint", sims(ix, complaint, "gh__create_issue"), 5, []string{"lab__create_issue"}},
-		// The first by words and the first by meaning tie, and the tie goes to the words.
-		{"tie goes to words", "send a message", sims(ix, map[string]float64{"fs__read_file": 0.9}), 5, []string{"chat__send_message", "fs__read_file"}},
-		// A tool near the top of both rankings passes the first of either alone; those two
-		// tie, and the words' goes first.
-		{"both beat one", "create", sims(ix, map[string]float64{"gh__create_branch": 0.9, "fs__read_file": 0.95}), 3, []string{"gh__create_branch", "gh__create_issue", "fs__read_file"}},
+		// The first by words goes before the first by meaning, when neither is in the other.
+		{"words first", "send a message", sims(ix, map[string]float64{"fs__read_file": 0.9}), 5, []string{"chat__send_message", "fs__read_file"}},
+		// A tool near the top of both rankings passes the first of either alone; the first
+		// by meaning alone comes after at most three by words alone.
+		{"both beat one", "create", sims(ix, map[string]float64{"gh__create_branch": 0.9, "fs__read_file": 0.95}), 4, []string{"gh__create_branch", "gh__create_issue", "lab__create_issue", "fs__read_file"}},
 		{"limit", "lodge a complaint", sims(ix, complaint), 1, []string{"gh__create_issue"}},
 	}
 	for _, tt := range tests {
