@@ -93,19 +93,27 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		}
 	case len(q.Select) > 0:
 		var hits []search.Hit
-		hits, unknown = s.rank(ctx, ix, q, limit)
+		hits, unknown = ix.Search(q, limit)
 		for _, h := range hits {
 			names = append(names, h.Name)
 		}
 	default:
 		// Ranked a little deeper than asked, for the client's model to choose from when the
 		// words are unsure.
-		hits, _ := ix.Search(q, max(limit, sampledCandidates))
+		hits, _ := s.rank(ctx, ix, q, max(limit, sampledCandidates))
 		for _, h := range hits {
 			names = append(names, h.Name)
 		}
-		if picked := s.sampled(ctx, sess, *args.Query, cat, hits); picked != nil {
-			names = picked
+		if s.asksModel(sess) {
+			words := hits
+			if s.opts.Embeddings != nil {
+				words, _ = ix.Search(q, 2) // fused scores say nothing of how sure the words are
+			}
+			if unsure(words) {
+				if picked := s.sampled(ctx, sess, *args.Query, cat, names); picked != nil {
+					names = picked
+				}
+			}
 		}
 		names = names[:min(len(names), limit)]
 	}

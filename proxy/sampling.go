@@ -41,30 +41,25 @@ func unsure(hits []search.Hit) bool {
 	return len(hits) == 0 || len(hits) > 1 && hits[1].Score >= closeScores*hits[0].Score
 }
 
-// sampled asks the client's model which of the candidates serve query, and returns the
-// candidates' names with its choices first, in its order, then the others as they were. It
-// returns nil when it did not ask, or the answer named none: the words stand then.
-func (s *Server) sampled(ctx context.Context, sess *session, query string, cat *upstream.Catalog, hits []search.Hit) []string {
+// asksModel reports whether an unsure search of the session may ask its client's model.
+func (s *Server) asksModel(sess *session) bool {
 	sess.mu.Lock()
-	samples := sess.samples
-	sess.mu.Unlock()
-	if !s.opts.Sampling || !samples || !unsure(hits) {
-		return nil
-	}
-	var names []string
-	for _, h := range hits[:min(len(hits), sampledCandidates)] {
-		names = append(names, h.Name)
-	}
+	defer sess.mu.Unlock()
+	return s.opts.Sampling && sess.samples
+}
+
+// sampled asks the client's model which of the best candidates serve query, and returns the
+// candidates' names with its choices first, in its order, then the others as they were. It
+// returns nil when it did not ask, or the answer named none: the ranking stands then.
+func (s *Server) sampled(ctx context.Context, sess *session, query string, cat *upstream.Catalog, ranked []string) []string {
+	names := slices.Clone(ranked[:min(len(ranked), sampledCandidates)])
 	if len(names) == 0 && len(cat.Tools) <= sampledAllUnder {
 		for _, t := range cat.Tools {
 			names = append(names, t.Exposed)
 		}
 	}
-	if len(names) < 2 && len(hits) > 0 {
-		return nil
-	}
-	if len(names) == 0 {
-		return nil
+	if len(names) < 2 {
+		return nil // nothing to choose between
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Request: %s\n\nTools:\n", query)
