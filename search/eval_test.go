@@ -119,6 +119,9 @@ func evalSets(t *testing.T) []evalSet {
 		{"bench/en.yaml (1,142 tools)", "../bench/en.yaml", all, map[int]float64{5: 0.90}},
 		{"bench/en-holdout.yaml (1,142 tools)", "../bench/en-holdout.yaml", all, map[int]float64{5: 0.85}},
 		{"bench/zh.yaml (1,142 tools)", "../bench/zh.yaml", all, map[int]float64{1: 0.70, 5: 0.90}},
+		// Held out: written blind to the tuning, never tuned on; floors a little under today.
+		{"bench/zh-holdout.yaml (1,142 tools)", "../bench/zh-holdout.yaml", all, map[int]float64{5: 0.80}},
+		{"bench/en-paraphrase.yaml (1,142 tools)", "../bench/en-paraphrase.yaml", all, map[int]float64{5: 0.30}},
 	}
 }
 
