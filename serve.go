@@ -45,7 +45,11 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		if err != nil {
 			return fmt.Errorf("--log-file: %w", err)
 		}
-		defer f.Close()
+		defer func() {
+			// mcp-go logs through the default logger, which must not outlive the file.
+			slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
+			f.Close()
+		}()
 		logTo = f
 	}
 	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: lvl}))

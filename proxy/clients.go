@@ -22,8 +22,12 @@ type habit struct {
 }
 
 // habits maps the clientInfo.name a client gives in initialize to its habit. Clients not
-// named here hold until they re-list, and stop holding once they have let a hold run out.
+// named here hold until they re-list, and stop holding once they have let a hold run out;
+// named ones keep their habit through a slow moment.
 var habits = map[string]habit{
+	// Claude Code 2.1: re-lists at once; the hold (6–22 ms) puts the unlocked tool in the next
+	// model request.
+	"claude-code": {},
 	// Codex CLI 0.171: never re-lists by default; with mcp_tool_list_changed on, only after
 	// the result.
 	"codex-mcp-client": {noHold: true},

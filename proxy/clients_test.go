@@ -113,3 +113,22 @@ func TestOpencodeHoldsLonger(t *testing.T) {
 		t.Errorf("holds = %q, want [relisted]", got)
 	}
 }
+
+// TestKnownClientKeepsHolding: a client whose habit is known keeps it through a hold that
+// ran out (it was slow once); an unknown one would not be held again.
+func TestKnownClientKeepsHolding(t *testing.T) {
+	p, logs := loggedProxy(t)
+	c := newTranscript(t, p)
+	c.initializeAs("gemini-cli-mcp-client")
+	id := c.send("tools/call", searchArgs("send message"))
+	c.expect("notifications/tools/list_changed")
+	c.expect("notifications/tools/list_changed")
+	c.expect(id)
+	id = c.send("tools/call", searchArgs("create issue"))
+	c.expect("notifications/tools/list_changed")
+	c.roundTrip("tools/list", map[string]any{})
+	c.expect(id)
+	if got := holds(logs); len(got) != 2 || got[0] != holdTimeout || got[1] != holdRelisted {
+		t.Errorf("holds = %q, want [timeout relisted]", got)
+	}
+}

@@ -88,7 +88,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	var names, unknown []string
 	switch {
 	case q.Group != "":
-		if names, err = s.group(cat, q.Group); err != nil {
+		if names, err = s.group(cat, q.Group, !stable(ctx) && !s.fitsAll(cat)); err != nil {
 			return errorResult("tool_search: %v", err), nil
 		}
 	case len(q.Select) > 0:
@@ -325,12 +325,14 @@ func countForward(ctx context.Context) {
 }
 
 // group returns the exposed names of every tool of the configured group name, or else of
-// the server name, in catalog order.
-func (s *Server) group(cat *upstream.Catalog, name string) ([]string, error) {
+// the server name, in catalog order. unlocks says whether the session unlocks what it finds
+// (not under toolSearch: auto, nor protocol 2026-07-28), and so must keep to MaxUnlocked.
+func (s *Server) group(cat *upstream.Catalog, name string, unlocks bool) ([]string, error) {
 	patterns, configured := s.opts.Groups[name]
 	var names []string
+	hidden := 0 // tools the group would unlock: always-load ones are listed anyway
 	for _, t := range cat.Tools {
-		in := !configured && t.Server == name
+		in := !configured && strings.EqualFold(t.Server, name)
 		for _, p := range patterns {
 			if ok, _ := path.Match(p, t.Exposed); ok {
 				in = true
@@ -339,9 +341,12 @@ func (s *Server) group(cat *upstream.Catalog, name string) ([]string, error) {
 		}
 		if in {
 			names = append(names, t.Exposed)
+			if !t.AlwaysLoad {
+				hidden++
+			}
 		}
 	}
-	if !configured && len(names) == 0 && !slices.ContainsFunc(s.ups.Statuses(), func(st upstream.Status) bool { return st.Name == name }) {
+	if !configured && len(names) == 0 && !slices.ContainsFunc(s.ups.Statuses(), func(st upstream.Status) bool { return strings.EqualFold(st.Name, name) }) {
 		var known []string
 		for g := range s.opts.Groups {
 			known = append(known, g)
@@ -352,8 +357,8 @@ func (s *Server) group(cat *upstream.Catalog, name string) ([]string, error) {
 		slices.Sort(known)
 		return nil, fmt.Errorf("no server or group is named %q; known: %s", name, strings.Join(known, ", "))
 	}
-	if len(names) > s.opts.MaxUnlocked {
-		return nil, fmt.Errorf("group:%s has %d tools, more than a session keeps unlocked (%d, maxUnlocked in toolsift's config); search within it with keywords, or server:%s and keywords", name, len(names), s.opts.MaxUnlocked, name)
+	if hidden > s.opts.MaxUnlocked && unlocks {
+		return nil, fmt.Errorf("group:%s has %d tools to unlock, more than a session keeps unlocked (%d, maxUnlocked in toolsift's config); search within it with keywords, or server:%s and keywords", name, hidden, s.opts.MaxUnlocked, name)
 	}
 	return names, nil
 }

@@ -45,7 +45,9 @@ func unsure(hits []search.Hit) bool {
 func (s *Server) asksModel(sess *session) bool {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	return s.opts.Sampling && sess.samples
+	// Over stdio only: mcp-go queues a streamable HTTP session's sampling request for a GET
+	// stream the client may never open, and the search would wait out SamplingTimeout.
+	return s.opts.Sampling && sess.samples && sess.watched
 }
 
 // sampled asks the client's model which of the best candidates serve query, and returns the
@@ -53,7 +55,10 @@ func (s *Server) asksModel(sess *session) bool {
 // returns nil when it did not ask, or the answer named none: the ranking stands then.
 func (s *Server) sampled(ctx context.Context, sess *session, query string, cat *upstream.Catalog, ranked []string) []string {
 	names := slices.Clone(ranked[:min(len(ranked), sampledCandidates)])
-	if len(names) == 0 && len(cat.Tools) <= sampledAllUnder {
+	// With nothing ranked, a small catalog is offered whole; then only the model's picks are
+	// matches, not the tools it passed over.
+	whole := len(names) == 0
+	if whole && len(cat.Tools) <= sampledAllUnder {
 		for _, t := range cat.Tools {
 			names = append(names, t.Exposed)
 		}
@@ -95,6 +100,9 @@ func (s *Server) sampled(ctx context.Context, sess *session, query string, cat *
 	for _, i := range chosen {
 		out = append(out, names[i])
 	}
+	if whole {
+		return out
+	}
 	for _, n := range names {
 		if !slices.Contains(out, n) {
 			out = append(out, n)
@@ -133,14 +141,15 @@ func sampledText(res *mcp.CreateMessageResult) string {
 	return strings.Join(texts, " ")
 }
 
-var number = regexp.MustCompile(`\d+`)
+// number matches an unsigned whole number: "-1", which models write for none, is none.
+var number = regexp.MustCompile(`(?:^|[^-\d])(\d+)`)
 
 // choices reads the model's answer: the 0-based indexes of the numbers it gave, in its
 // order, each once, of those within 1..n. "0", or an answer with no usable number, is none.
 func choices(answer string, n int) []int {
 	var out []int
-	for _, m := range number.FindAllString(answer, 10) {
-		k, err := strconv.Atoi(m)
+	for _, m := range number.FindAllStringSubmatch(answer, 10) {
+		k, err := strconv.Atoi(m[1])
 		if err != nil || k < 1 || k > n || slices.Contains(out, k-1) {
 			continue
 		}

@@ -101,6 +101,9 @@ func TestChoices(t *testing.T) {
 		{"3,1", 3, []int{2, 0}},
 		{" 1 , 1, 2 ", 3, []int{0, 1}},
 		{"0", 3, nil},
+		{"-1", 3, nil},
+		{"-2, 3", 3, []int{2}},
+		{"1-2", 3, []int{0}},
 		{"4", 3, nil},
 		{"none", 3, nil},
 		{"", 3, nil},
@@ -110,5 +113,23 @@ func TestChoices(t *testing.T) {
 		if got := choices(tc.answer, tc.n); !slices.Equal(got, tc.want) {
 			t.Errorf("choices(%.20q, %d) = %v, want %v", tc.answer, tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestSamplingWithNothingMatched: with no word matching, a small catalog is offered whole,
+// and only the model's pick is a match.
+func TestSamplingWithNothingMatched(t *testing.T) {
+	p := newGoldenProxyWith(t, Options{Sampling: true, ListWait: 20 * time.Second})
+	c := newTranscript(t, p)
+	c.initializeWith("codex-mcp-client", map[string]any{"sampling": map[string]any{}})
+	sr, asked := c.searchAnswering("frobnicate", "4")
+	if asked != 1 || len(sr.Matches) != 1 {
+		t.Fatalf("asked %d times, matches %+v; want one ask and one match", asked, sr.Matches)
+	}
+	if sr.Matches[0].Name != "chat__send_message" { // the catalog's fourth tool
+		t.Errorf("match %s, want the fourth tool offered", sr.Matches[0].Name)
+	}
+	if sr2, asked := c.searchAnswering("frobnicate", "0"); asked != 1 || len(sr2.Matches) != 0 || !strings.HasPrefix(sr2.Hint, "No tool matched") {
+		t.Errorf("answer 0: asked %d, result %+v; want no match and the no-match hint", asked, sr2)
 	}
 }

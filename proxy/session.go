@@ -224,7 +224,9 @@ func (s *Server) unlock(sess *session, cat *upstream.Catalog, names []string, ma
 		delete(sess.used, n)
 		if i := slices.Index(added, n); i >= 0 {
 			added = slices.Delete(added, i, i+1)
-		} else {
+		} else if _, ok := cat.Lookup(n); ok {
+			// A tool its server no longer offers falls out unannounced: call_tool cannot
+			// reach it, as the result says of what is dropped.
 			dropped = append(dropped, n)
 		}
 	}
@@ -279,7 +281,8 @@ wait:
 	}
 	if outcome == holdTimeout {
 		sess.mu.Lock()
-		if sess.listed == listed {
+		// A known client's habit stands: a client that re-lists was only slow this time.
+		if _, known := habits[sess.client]; !known && sess.listed == listed {
 			sess.holds = false
 		}
 		sess.mu.Unlock()

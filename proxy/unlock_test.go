@@ -141,7 +141,10 @@ func TestGroupUnlock(t *testing.T) {
 		{query: "group:gh", want: []string{"gh__get_me", "gh__create_issue", "gh__list_issues"}},
 		{query: "group:empty", want: []string{}},
 		{query: "group:slack", wantErr: `no server or group is named "slack"; known: chat, empty, gh, triage`},
-		{query: "group:triage", max: 2, wantErr: "group:triage has 3 tools, more than a session keeps unlocked (2, maxUnlocked"},
+		{query: "group:triage", max: 2, wantErr: "group:triage has 3 tools to unlock, more than a session keeps unlocked (2, maxUnlocked"},
+		// Two to unlock: the always-load get_me does not count.
+		{query: "group:gh", max: 2, want: []string{"gh__get_me", "gh__create_issue", "gh__list_issues"}},
+		{query: "group:CHAT", want: []string{"chat__send_message", "chat__list_channels"}},
 		{query: "group:chat gh", wantErr: "group: takes one name"},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
