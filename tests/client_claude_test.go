@@ -1,10 +1,7 @@
 package tests
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,11 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -63,40 +58,22 @@ const claudePrompt = "Find the fx echo tool with tool_search, call it directly, 
 func TestClaudeCodeUnlockedToolInNextRequest(t *testing.T) {
 	claude := claudeCLI(t)
 
-	// The toolsift Claude Code starts must find the catalog already cached: warm it in the
-	// same cache directory.
-	env := isolatedEnv(t)
-	cache := claudeEnvValue(env, "XDG_CACHE_HOME")
-	cfg := config(t, fmt.Sprintf("mcpServers:\n  fx:\n    command: %q\n", fixtureBin))
-	warmCache(t, env, bin, cfg, "select:fx__echo")
+	// The toolsift Claude Code starts must find the catalog already cached.
+	cfg, cache := warmToolsift(t)
 
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	work := filepath.Join(dir, "work")
-	for _, d := range []string{home, work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	home, work := t.TempDir(), t.TempDir()
 	logPath := filepath.Join(t.ArtifactDir(), "toolsift.log")
-	mcpConfig := writeClaudeMCPConfig(t, dir, map[string]any{
+	mcpConfig := writeClaudeMCPConfig(t, t.TempDir(), map[string]any{
 		"type":    "stdio",
 		"command": bin,
-		"args":    []string{"--config", cfg, "--log-level", "debug", "--log-file", logPath},
-		// The cache the catalog was warmed in; GORACE spares the race-enabled toolsift its
-		// second's sleep on exit.
-		"env": map[string]string{"XDG_CACHE_HOME": cache, "GORACE": "atexit_sleep_ms=0"},
+		"args":    toolsiftArgs(cfg, logPath),
+		"env":     toolsiftEnv(cache),
 	})
 
 	model := newClaudeModel(t, logPath)
-	run := runClaude(t, claude, home, work, model.URL, mcpConfig)
-	log := claudeReadLog(t, logPath)
-	report := func() string {
-		return fmt.Sprintf("claude exit: %v\nclaude stdout:\n%s\nclaude stderr:\n%s\nmodel requests:\n%s\ntoolsift log:\n%s",
-			run.err, run.stdout, run.stderr, model.summary(), strings.Join(log, "\n"))
-	}
+	run := runClaude(t, claude, home, work, mcpConfig, model)
 	if run.err != nil {
-		t.Fatalf("claude -p: %v\n%s", run.err, report())
+		t.Fatalf("claude -p: %v", run.err)
 	}
 	t.Logf("model requests:\n%s", model.summary())
 
@@ -104,12 +81,12 @@ func TestClaudeCodeUnlockedToolInNextRequest(t *testing.T) {
 	// Claude Code's ToolSearch (it did so with the fixture as its server); toolsift's own
 	// tools must be there in full from the start.
 	if req := model.opening(); req == nil {
-		t.Errorf("no model request carried the prompt with tools declared\n%s", report())
+		t.Error("no model request carried the prompt with tools declared")
 	} else {
 		for _, name := range []string{claudeName("tool_search"), claudeName("call_tool")} {
 			if tool, ok := req.tools[name]; !ok || tool.DeferLoading {
-				t.Errorf("request %d, the conversation's first, does not declare %s in full (declared: %v, deferred: %v)\n%s",
-					req.n, name, ok, tool.DeferLoading, report())
+				t.Errorf("request %d, the conversation's first, does not declare %s in full (declared: %v, deferred: %v)",
+					req.n, name, ok, tool.DeferLoading)
 			}
 		}
 	}
@@ -120,10 +97,10 @@ func TestClaudeCodeUnlockedToolInNextRequest(t *testing.T) {
 	// until it had found it again with Claude Code's own ToolSearch.
 	echo := claudeName("fx__echo")
 	if req := model.answering(claudeSearchID); req == nil {
-		t.Errorf("no model request carried the tool_search result\n%s", report())
+		t.Error("no model request carried the tool_search result")
 	} else if !req.loads(echo) {
-		t.Errorf("request %d, which carries the tool_search result, does not load %s (declared: %v, deferred: %v, referenced: %v)\n%s",
-			req.n, echo, req.tools[echo].Name != "", req.tools[echo].DeferLoading, req.referenced[echo], report())
+		t.Errorf("request %d, which carries the tool_search result, does not load %s (declared: %v, deferred: %v, referenced: %v)",
+			req.n, echo, req.tools[echo].Name != "", req.tools[echo].DeferLoading, req.referenced[echo])
 	}
 
 	// Both calls reached the fixture and its echo reached the model.
@@ -134,44 +111,17 @@ func TestClaudeCodeUnlockedToolInNextRequest(t *testing.T) {
 		res, ok := model.result(c.id)
 		switch {
 		case !ok:
-			t.Errorf("no model request carried the result of %s\n%s", c.how, report())
+			t.Errorf("no model request carried the result of %s", c.how)
 		case res.isError || !strings.Contains(res.text, `"tool":"echo"`) ||
 			!strings.Contains(res.text, `"message":"`+c.message+`"`):
-			t.Errorf("the result of %s sent to the model is not the fixture's echo of %q (is_error=%v): %s\n%s",
-				c.how, c.message, res.isError, res.text, report())
+			t.Errorf("the result of %s sent to the model is not the fixture's echo of %q (is_error=%v): %s",
+				c.how, c.message, res.isError, res.text)
 		}
 	}
-	if n := claudeLogCount(log, `msg="tool call"`, "tool=fx__echo", "upstream=fx", "is_error=false"); n != 2 {
-		t.Errorf("toolsift logged %d successful calls of fx__echo, want 2 (directly, then through call_tool)\n%s", n, report())
+	if n := logCount(run.log, `msg="tool call"`, "tool=fx__echo", "upstream=fx", "is_error=false"); n != 2 {
+		t.Errorf("toolsift logged %d successful calls of fx__echo, want 2 (directly, then through call_tool)", n)
 	}
-
-	if claudeLogIndex(log, `msg="client connected"`, "client=claude-code", "holds=true") < 0 {
-		t.Errorf(`toolsift did not log "client connected" with client=claude-code holds=true`+"\n%s", report())
-	}
-	search := claudeLogIndex(log, `msg="tool search"`)
-	if search < 0 {
-		t.Fatalf("toolsift logged no tool search\n%s", report())
-	}
-	if !strings.Contains(log[search], "hold=relisted") {
-		t.Errorf("the tool search did not end its hold with hold=relisted: %s\n%s", log[search], report())
-	}
-	if m := regexp.MustCompile(`duration_ms=(\d+)`).FindStringSubmatch(log[search]); m != nil {
-		t.Logf("tool_search took %s ms in toolsift (hold included)", m[1])
-	}
-	// With a warm cache the tool list Claude Code first read is already complete: a list
-	// change before the first search only costs it a pointless re-list. The search's own
-	// list_changed (reason=search) is logged before the search's line, which is written when
-	// the search ends.
-	for _, line := range log[:search] {
-		if strings.Contains(line, `msg="list_changed sent"`) && !strings.Contains(line, "reason=search") {
-			t.Errorf("list_changed sent before the first tool search although the catalog was cached: %s\n%s", line, report())
-		}
-	}
-	for _, line := range log {
-		if strings.Contains(line, "Error writing response") {
-			t.Errorf("toolsift failed to write a response: %s\n%s", line, report())
-		}
-	}
+	checkToolsiftLog(t, run.log, "claude-code", true)
 }
 
 // claudeCLI returns the pinned Claude Code.
@@ -204,30 +154,16 @@ func claudeEnv(home, baseURL string) []string {
 // returns its path.
 func writeClaudeMCPConfig(t *testing.T, dir string, server map[string]any) string {
 	t.Helper()
-	b, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{claudeServer: server}}, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := filepath.Join(dir, "mcp.json")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeJSON(t, p, map[string]any{"mcpServers": map[string]any{claudeServer: server}})
 	return p
 }
 
-// claudeRun is what one run of Claude Code left behind.
-type claudeRun struct {
-	stdout, stderr string
-	err            error
-}
-
 // runClaude runs `claude -p` once on the prompt, with home as its home directory, work as its
-// folder, baseURL as its model API and mcpConfig as its only MCP configuration.
-func runClaude(t *testing.T, claude, home, work, baseURL, mcpConfig string) claudeRun {
+// folder, model as its model API and mcpConfig as its only MCP configuration.
+func runClaude(t *testing.T, claude, home, work, mcpConfig string, model *claudeModel) clientRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, claude, "-p", claudePrompt,
+	cmd := exec.Command(claude, "-p", claudePrompt,
 		"--mcp-config", mcpConfig, "--strict-mcp-config",
 		// Every toolsift tool is allowed; -p denies what would need a prompt. (Not
 		// --dangerously-skip-permissions: Claude Code refuses it to root, which CI may be.)
@@ -237,43 +173,12 @@ func runClaude(t *testing.T, claude, home, work, baseURL, mcpConfig string) clau
 		// own log (MCP connection, tool loading) in the artifact directory.
 		"--output-format", "stream-json", "--verbose",
 		"--debug-file", filepath.Join(t.ArtifactDir(), "claude-debug.log"))
-	cmd.Env = claudeEnv(home, baseURL)
+	cmd.Env = claudeEnv(home, model.URL)
 	cmd.Dir = work // a folder with no CLAUDE.md, .mcp.json, settings or git repository
-	// Claude Code spawns toolsift, which spawns the fixture: a timeout must take them all
-	// down, so they get a process group of their own.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
 	// Stdin stays /dev/null: -p reads piped input into the prompt, and would wait for it.
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("claude -p took %v", time.Since(start).Round(time.Millisecond))
-	if ctx.Err() != nil {
-		err = fmt.Errorf("killed after %v: %w", time.Since(start).Round(time.Second), err)
-	}
-	if cmd.Process != nil {
-		claudeAwaitGroup(t, cmd.Process.Pid)
-	}
-	_ = os.WriteFile(filepath.Join(t.ArtifactDir(), "claude-stdout.jsonl"), stdout.Bytes(), 0o644)
-	return claudeRun{stdout: stdout.String(), stderr: stderr.String(), err: err}
-}
-
-// claudeAwaitGroup gives the processes Claude Code left behind (toolsift shutting down
-// writes its last log lines then) a few seconds to end, then kills them.
-func claudeAwaitGroup(t *testing.T, pgid int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(-pgid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Errorf("processes of claude's group still running 10s after it exited; killing them")
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	run := runClient(t, cmd, model.logPath, model.summary)
+	_ = os.WriteFile(filepath.Join(t.ArtifactDir(), "claude-stdout.jsonl"), []byte(run.stdout), 0o644)
+	return run
 }
 
 // claudeModel is a fake Anthropic Messages API that plays a model using toolsift's tools. It
@@ -563,27 +468,9 @@ func (m *claudeModel) answer(req *claudeRequest) claudeReply {
 		// answer to the call shows what the model would meet.
 		return call(claudeDirectID, claudeName("fx__echo"), map[string]any{"message": claudeDirectMessage})
 	default:
-		m.awaitUpstream()
+		awaitUpstream(m.t, m.logPath)
 		return call(claudeSearchID, claudeName("tool_search"), map[string]any{"query": "select:fx__echo"})
 	}
-}
-
-// awaitUpstream holds the first answer until toolsift's upstream has connected, as a real
-// model's seconds of latency would: otherwise the fake model would search before the
-// upstream connects, and whatever toolsift does on connecting would never come before the
-// search.
-func (m *claudeModel) awaitUpstream() {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		data, _ := os.ReadFile(m.logPath)
-		if bytes.Contains(data, []byte(`msg="upstream connected"`)) {
-			// What toolsift does on connecting is logged right after; let it be.
-			time.Sleep(250 * time.Millisecond)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	m.t.Errorf("fake model: toolsift's upstream did not connect within 30s")
 }
 
 func (m *claudeModel) all() []*claudeRequest {
@@ -648,51 +535,4 @@ func (m *claudeModel) summary() string {
 		b.WriteString("\n")
 	}
 	return b.String()
-}
-
-// claudeReadLog reads toolsift's log lines; a missing file reads as empty, so that the
-// assertions, not this, report a toolsift that never started.
-func claudeReadLog(t *testing.T, path string) []string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSpace(string(data)), "\n")
-}
-
-// claudeLogIndex returns the index of the first log line containing all of subs, or -1.
-func claudeLogIndex(log []string, subs ...string) int {
-	return slices.IndexFunc(log, func(line string) bool { return claudeHasAll(line, subs) })
-}
-
-// claudeLogCount counts the log lines containing all of subs.
-func claudeLogCount(log []string, subs ...string) int {
-	n := 0
-	for _, line := range log {
-		if claudeHasAll(line, subs) {
-			n++
-		}
-	}
-	return n
-}
-
-func claudeHasAll(s string, subs []string) bool {
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			return false
-		}
-	}
-	return true
-}
-
-// claudeEnvValue returns the value exec would give key in env: the last one.
-func claudeEnvValue(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
 }

@@ -1,23 +1,20 @@
 package tests
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // codexServer is the key toolsift is registered under in Codex's config.toml. Codex declares
@@ -45,17 +42,14 @@ const codexPrompt = "Echo hello-from-model through the fx echo tool."
 // works.
 func TestCodex(t *testing.T) {
 	codex := codexCLI(t)
-	env := isolatedEnv(t)
-	cfg := config(t, fmt.Sprintf("mcpServers:\n  fx:\n    command: %q\n", fixtureBin))
 	// The Codex run's toolsift gets this cache, so its catalog comes from the cache and the
 	// log can show whether toolsift sends list_changed although nothing changed.
-	warmCache(t, env, bin, cfg, "select:fx__echo")
-	cache := codexEnvValue(env, "XDG_CACHE_HOME")
+	cfg, cache := warmToolsift(t)
 
 	t.Run("default", func(t *testing.T) {
 		run := runCodexScenario(t, codex, cfg, cache, false)
 		run.checkCallToolResult(t)
-		run.checkNoHold(t)
+		checkToolsiftLog(t, run.log, "codex-mcp-client", false)
 
 		// Codex does not re-list by default, which is why toolsift must not hold for it.
 		if req := run.model.carrying(codexSearchCall); req == nil {
@@ -64,22 +58,12 @@ func TestCodex(t *testing.T) {
 			t.Errorf("request %d declared %s without mcp_tool_list_changed: Codex re-lists by default now, so its habit in proxy/clients.go is out of date",
 				req.n, codexToolName("fx__echo"))
 		}
-
-		// With the catalog cached, nothing changes when the upstream connects, so nothing
-		// should make a client re-list before the model has searched. (The search's own
-		// list_changed, reason=search, is logged just before its "tool search" line.)
-		search := codexLogIndex(run.log, `msg="tool search"`)
-		for _, line := range run.log[:max(search, 0)] {
-			if strings.Contains(line, `msg="list_changed sent"`) && !strings.Contains(line, "reason=search") {
-				t.Errorf("list_changed sent before the first tool_search although the catalog was cached:\n%s", line)
-			}
-		}
 	})
 
 	t.Run("list_changed flag", func(t *testing.T) {
 		run := runCodexScenario(t, codex, cfg, cache, true, "--enable", "mcp_tool_list_changed")
 		run.checkCallToolResult(t)
-		run.checkNoHold(t)
+		checkToolsiftLog(t, run.log, "codex-mcp-client", false)
 
 		name := codexToolName("fx__echo")
 		first := 0
@@ -103,7 +87,7 @@ func TestCodex(t *testing.T) {
 		if !strings.Contains(out, `"message":"hello-direct"`) || !strings.Contains(out, `"tool":"echo"`) {
 			t.Errorf("direct call of %s returned to the model:\n%s", name, out)
 		}
-		if n := codexLogCount(run.log, `msg="tool call"`, "tool=fx__echo", "upstream=fx", "is_error=false"); n != 2 {
+		if n := logCount(run.log, `msg="tool call"`, "tool=fx__echo", "upstream=fx", "is_error=false"); n != 2 {
 			t.Errorf("toolsift logged %d calls of fx__echo, want 2 (through call_tool, then directly)", n)
 		}
 	})
@@ -125,8 +109,8 @@ func codexEnv(home string) []string {
 
 // codexRun is what one Codex run left behind.
 type codexRun struct {
+	clientRun
 	model *codexModel
-	log   []string // toolsift's log lines
 }
 
 // runCodexScenario runs `codex exec` once on the scripted model with toolsift (on cfg, with
@@ -134,58 +118,25 @@ type codexRun struct {
 // unlocked tool by name after calling it through call_tool.
 func runCodexScenario(t *testing.T, codex, cfg, cache string, direct bool, flags ...string) codexRun {
 	t.Helper()
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	work := filepath.Join(dir, "work")
-	logPath := filepath.Join(dir, "toolsift.log")
-	for _, d := range []string{filepath.Join(home, ".codex"), work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	home, work := t.TempDir(), t.TempDir()
+	logPath := filepath.Join(t.ArtifactDir(), "toolsift.log")
 
 	model := &codexModel{t: t, logPath: logPath, direct: direct}
 	srv := httptest.NewServer(model) // listens on 127.0.0.1
 	t.Cleanup(srv.Close)
 	writeCodexConfig(t, filepath.Join(home, ".codex", "config.toml"), srv.URL, cfg, cache, logPath)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
 	args := append([]string{"exec", "--strict-config", "--ephemeral", "--skip-git-repo-check", "--color", "never",
 		"--dangerously-bypass-approvals-and-sandbox", "-C", work}, flags...)
-	cmd := exec.CommandContext(ctx, codex, append(args, codexPrompt)...)
+	// The npm launcher runs the native binary, which runs toolsift: runClient's process group
+	// holds them all.
+	cmd := exec.Command(codex, append(args, codexPrompt)...)
 	cmd.Env = codexEnv(home)
 	cmd.Dir = work
-	// The npm launcher runs the native binary, which runs toolsift, which runs the fixture: a
-	// timeout must take them all down, so they get a process group of their own.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
 	// Stdin stays /dev/null: exec appends piped input to the prompt, and would wait for it.
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("codex exec took %v", time.Since(start).Round(time.Millisecond))
-	t.Cleanup(func() {
-		if t.Failed() {
-			log, _ := os.ReadFile(logPath)
-			t.Logf("codex stdout:\n%s\ncodex stderr:\n%s\ntoolsift log:\n%s\nmodel requests:\n%s",
-				stdout.String(), stderr.String(), log, model.summary())
-		}
-	})
-	if ctx.Err() != nil {
-		t.Fatalf("codex exec did not finish within 120s")
-	}
-	if err != nil {
-		t.Fatalf("codex exec: %v", err)
-	}
-	run := codexRun{model: model, log: readCodexLog(t, logPath)}
-	for _, line := range run.log {
-		if strings.Contains(line, "Error writing response") {
-			t.Errorf("toolsift failed to write a response: %s", line)
-		}
+	run := codexRun{runClient(t, cmd, logPath, model.summary), model}
+	if run.err != nil {
+		t.Fatalf("codex exec: %v", run.err)
 	}
 	return run
 }
@@ -197,6 +148,14 @@ func runCodexScenario(t *testing.T, codex, cfg, cache string, direct bool, flags
 func writeCodexConfig(t *testing.T, path, baseURL, cfg, cache, logPath string) {
 	t.Helper()
 	q := strconv.Quote // a Go quoted string of plain paths is a TOML basic string
+	var args, env []string
+	for _, a := range toolsiftArgs(cfg, logPath) {
+		args = append(args, q(a))
+	}
+	vars := toolsiftEnv(cache)
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		env = append(env, k+" = "+q(vars[k]))
+	}
 	toml := fmt.Sprintf(`model = "gpt-5"
 model_provider = "fake"
 check_for_update_on_startup = false
@@ -223,11 +182,14 @@ trace_exporter = "none"
 
 [mcp_servers.%s]
 command = %s
-args = ["--config", %s, "--log-level", "debug", "--log-file", %s]
-env = { XDG_CACHE_HOME = %s, GORACE = "atexit_sleep_ms=0" }
+args = [%s]
+env = { %s }
 # The race-enabled toolsift on a busy machine can take longer than the default.
 startup_timeout_sec = 30
-`, q(baseURL+"/v1"), codexServer, q(bin), q(cfg), q(logPath), q(cache))
+`, q(baseURL+"/v1"), codexServer, q(bin), strings.Join(args, ", "), strings.Join(env, ", "))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -389,29 +351,11 @@ func (m *codexModel) answer(req *codexRequest) map[string]any {
 		return call(codexCallToolCall, codexToolName("call_tool"),
 			map[string]any{"name": "fx__echo", "arguments": map[string]any{"message": "hello-from-model"}})
 	case req.prompt:
-		m.awaitUpstream()
+		awaitUpstream(m.t, m.logPath)
 		return call(codexSearchCall, codexToolName("tool_search"), map[string]any{"query": "select:fx__echo"})
 	default:
 		return codexMessage(req.n, "ok")
 	}
-}
-
-// awaitUpstream holds the first answer until toolsift's upstream has connected, as a real
-// model's seconds of latency would: otherwise the fake model would search before the
-// upstream connects, and whatever toolsift does on connecting would never come before the
-// search.
-func (m *codexModel) awaitUpstream() {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		data, _ := os.ReadFile(m.logPath)
-		if bytes.Contains(data, []byte(`msg="upstream connected"`)) {
-			// What toolsift does on connecting is logged right after; let it be.
-			time.Sleep(250 * time.Millisecond)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	m.t.Errorf("fake model: toolsift's upstream did not connect within 30s")
 }
 
 func codexMessage(n int, text string) map[string]any {
@@ -482,75 +426,7 @@ func (r codexRun) checkCallToolResult(t *testing.T) {
 	if !strings.Contains(out, `"message":"hello-from-model"`) || !strings.Contains(out, `"tool":"echo"`) {
 		t.Errorf("call_tool returned to the model:\n%s", out)
 	}
-	if codexLogIndex(r.log, `msg="tool call"`, "tool=fx__echo", "upstream=fx", "is_error=false") < 0 {
+	if logCount(r.log, `msg="tool call"`, "tool=fx__echo", "upstream=fx", "is_error=false") == 0 {
 		t.Error(`toolsift logged no successful "tool call" of fx__echo`)
 	}
-}
-
-// checkNoHold checks that toolsift knew the client for Codex and did not hold its search.
-func (r codexRun) checkNoHold(t *testing.T) {
-	t.Helper()
-	if codexLogIndex(r.log, `msg="client connected"`, "client=codex-mcp-client", "holds=false") < 0 {
-		t.Error(`toolsift did not log "client connected" with client=codex-mcp-client holds=false`)
-	}
-	i := codexLogIndex(r.log, `msg="tool search"`)
-	if i < 0 {
-		t.Fatal(`toolsift logged no "tool search"`)
-	}
-	if !strings.Contains(r.log[i], "hold=skipped") {
-		t.Errorf("tool_search was not answered at once (want hold=skipped): %s", r.log[i])
-	}
-	if m := regexp.MustCompile(`duration_ms=(\d+)`).FindStringSubmatch(r.log[i]); m != nil {
-		t.Logf("tool_search took %s ms in toolsift", m[1])
-	}
-}
-
-func readCodexLog(t *testing.T, path string) []string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("toolsift's log: %v (did Codex start it?)", err)
-	}
-	return strings.Split(strings.TrimSpace(string(data)), "\n")
-}
-
-// codexLogIndex returns the index of the first log line containing all of subs, or -1.
-func codexLogIndex(log []string, subs ...string) int {
-	for i, line := range log {
-		if codexHasAll(line, subs) {
-			return i
-		}
-	}
-	return -1
-}
-
-// codexLogCount counts the log lines containing all of subs.
-func codexLogCount(log []string, subs ...string) int {
-	n := 0
-	for _, line := range log {
-		if codexHasAll(line, subs) {
-			n++
-		}
-	}
-	return n
-}
-
-func codexHasAll(s string, subs []string) bool {
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			return false
-		}
-	}
-	return true
-}
-
-// codexEnvValue returns the value exec would give key in env: the last one.
-func codexEnvValue(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
 }

@@ -1,9 +1,7 @@
 package tests
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,11 +12,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/toolsift/toolsift/internal/mcptest"
 )
 
 // geminiServer is the name toolsift is registered under in Gemini CLI's settings.
@@ -49,43 +44,24 @@ const geminiPrompt = "Find the echo tool with tool_search, then call it through 
 func TestGeminiCLIUnlockedToolInNextRequest(t *testing.T) {
 	gemini := clientBin(t, "gemini", []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")})
 
-	// The toolsift Gemini starts must find the catalog already cached: warm it in the same
-	// cache directory.
-	env := isolatedEnv(t)
-	cacheHome := geminiEnvValue(env, "XDG_CACHE_HOME")
-	cfg := config(t, "mcpServers:\n  fx:\n    command: "+fixtureBin+"\n")
-	warmCache(t, env, bin, cfg, "select:fx__echo")
+	// The toolsift Gemini starts must find the catalog already cached.
+	cfg, cache := warmToolsift(t)
 
 	logFile := filepath.Join(t.ArtifactDir(), "toolsift.log")
-	// The model answers the prompt only once toolsift has connected the fixture, which it
-	// starts a second late when its catalog is cached: a list change on connecting would
-	// then come before the first search, as it would behind a real model's latency, rather
-	// than race it.
-	api := newFakeGemini(t, func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			if b, _ := os.ReadFile(logFile); strings.Contains(string(b), `msg="upstream connected"`) {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
+	// The model answers the prompt only once toolsift has connected the fixture.
+	api := newFakeGemini(t, func() { awaitUpstream(t, logFile) })
 	home := t.TempDir()
 	writeGeminiSettings(t, home, map[string]any{
 		"command": bin,
-		"args":    []string{"--config", cfg, "--log-level", "debug", "--log-file", logFile},
+		"args":    toolsiftArgs(cfg, logFile),
 		// Gemini starts its MCP servers with its own environment (which names no cache),
 		// redacted; what toolsift needs is set here.
-		"env": map[string]string{"XDG_CACHE_HOME": cacheHome, "GORACE": "atexit_sleep_ms=0"},
+		"env": toolsiftEnv(cache),
 	})
 
-	out, runErr := runGemini(t, gemini, home, api.URL, geminiPrompt)
-	log := readGeminiToolsiftLog(t, logFile)
-	report := func() string {
-		return fmt.Sprintf("gemini output:\n%s\nmodel requests:\n%s\ntoolsift log:\n%s", out, api.summary(), log)
-	}
-	if runErr != nil {
-		t.Fatalf("gemini: %v\n%s", runErr, report())
+	run := runGemini(t, gemini, home, api, logFile)
+	if run.err != nil {
+		t.Fatalf("gemini: %v", run.err)
 	}
 	t.Logf("model requests:\n%s", api.summary())
 
@@ -94,59 +70,35 @@ func TestGeminiCLIUnlockedToolInNextRequest(t *testing.T) {
 	declared, ok := api.declaredAfter(geminiName("tool_search"))
 	switch {
 	case !ok:
-		t.Errorf("no model request carried the tool_search result\n%s", report())
+		t.Error("no model request carried the tool_search result")
 	case !slices.Contains(declared, echoName):
-		t.Errorf("the model request carrying the tool_search result does not declare %s; it declares %q\n%s",
-			echoName, declared, report())
+		t.Errorf("the model request carrying the tool_search result does not declare %s; it declares %q",
+			echoName, declared)
 	}
 
 	// call_tool reached the fixture and its echo reached the model. Gemini hands the model an
 	// MCP result's text as {"output": text}.
 	if resp, ok := api.responseTo(geminiName("call_tool")); !ok {
-		t.Errorf("no model request carried the call_tool result\n%s", report())
+		t.Error("no model request carried the call_tool result")
 	} else {
 		var r struct{ Output string }
 		json.Unmarshal(resp, &r)
 		if !strings.Contains(r.Output, `"arguments":{"message":"`+geminiMessage+`"}`) ||
 			!strings.Contains(r.Output, `"tool":"echo"`) {
-			t.Errorf("the call_tool result sent to the model is not the fixture's echo of %q: %s\n%s",
-				geminiMessage, resp, report())
+			t.Errorf("the call_tool result sent to the model is not the fixture's echo of %q: %s",
+				geminiMessage, resp)
 		}
 	}
 
-	if !strings.Contains(log, "client=gemini-cli-mcp-client") {
-		t.Errorf("toolsift did not log client=gemini-cli-mcp-client\n%s", report())
-	}
-	lines := strings.Split(log, "\n")
-	searchLine := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, `msg="tool search"`) })
-	if searchLine < 0 {
-		t.Fatalf("toolsift logged no tool search\n%s", report())
-	}
-	if !strings.Contains(lines[searchLine], "hold=relisted") {
-		t.Errorf("the tool search did not end its hold with hold=relisted: %s\n%s", lines[searchLine], report())
-	}
-	// With a warm cache the tool list Gemini first read is already complete: a list change
-	// before the first search only costs the client a pointless re-list. The search's own
-	// list_changed (reason=search) is logged before the search's line, which is written when
-	// the search ends.
-	for _, line := range lines[:searchLine] {
-		if strings.Contains(line, `msg="list_changed sent"`) && !strings.Contains(line, "reason=search") {
-			t.Errorf("list_changed sent before the first tool search: %s\n%s", line, report())
-		}
-	}
-	if strings.Contains(log, "Error writing response") {
-		t.Errorf("toolsift logged an error at exit:\n%s", log)
-	}
+	checkToolsiftLog(t, run.log, "gemini-cli-mcp-client", true)
 }
 
-// runGemini runs Gemini CLI headless on prompt with home as its home directory and baseURL
-// as its model API, and returns its combined output. Only loopback is reached: telemetry,
-// usage statistics and update checks are off in the settings.
-func runGemini(t *testing.T, gemini, home, baseURL, prompt string) (string, error) {
+// runGemini runs Gemini CLI headless on the prompt with home as its home directory and api
+// as its model API; its toolsift logs to logFile. Only loopback is reached: telemetry, usage
+// statistics and update checks are off in the settings.
+func runGemini(t *testing.T, gemini, home string, api *fakeGemini, logFile string) clientRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, gemini, "--prompt", prompt, "--yolo", "--output-format", "json")
+	cmd := exec.Command(gemini, "--prompt", geminiPrompt, "--yolo", "--output-format", "json")
 	cmd.Dir = t.TempDir() // a project folder with no GEMINI.md, git repository or settings
 	// Not os.Environ(): a developer's own Gemini or Google Cloud variables would change the
 	// auth Gemini picks and where it sends requests.
@@ -156,43 +108,12 @@ func runGemini(t *testing.T, gemini, home, baseURL, prompt string) (string, erro
 		"TERM=dumb",
 		"NO_COLOR=1",
 		"GEMINI_API_KEY=e2e-fake-key",
-		"GOOGLE_GEMINI_BASE_URL=" + baseURL,
+		"GOOGLE_GEMINI_BASE_URL=" + api.URL,
 		// A fresh project folder is untrusted, and Gemini does not start MCP servers of an
 		// untrusted folder.
 		"GEMINI_CLI_TRUST_WORKSPACE=true",
 	}
-	// Gemini spawns toolsift, which spawns the fixture: kill the whole group on timeout, and
-	// whatever outlives Gemini once the test is done.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var out mcptest.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("gemini ran %v", time.Since(start).Round(time.Millisecond))
-	if ctx.Err() != nil {
-		err = fmt.Errorf("killed after %v: %w", time.Since(start).Round(time.Second), err)
-	}
-	if cmd.Process != nil {
-		awaitGeminiGroup(t, cmd.Process.Pid)
-	}
-	return out.String(), err
-}
-
-// awaitGeminiGroup gives the processes Gemini left behind (toolsift shutting down writes its
-// last log lines then) a few seconds to end, then kills them.
-func awaitGeminiGroup(t *testing.T, pgid int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(-pgid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Errorf("processes of gemini's group still running 10s after it exited; killing them")
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return runClient(t, cmd, logFile, api.summary)
 }
 
 // writeGeminiSettings writes home/.gemini/settings.json registering server as the only MCP
@@ -206,39 +127,7 @@ func writeGeminiSettings(t *testing.T, home string, server map[string]any) {
 		"general":    map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
 		"mcpServers": map[string]any{geminiServer: server},
 	}
-	b, err := json.MarshalIndent(settings, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(home, ".gemini")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "settings.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// readGeminiToolsiftLog reads toolsift's log file; a missing file reads as empty, so that the
-// assertions, not this, report a toolsift that never started.
-func readGeminiToolsiftLog(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// geminiEnvValue returns the last value of key in env, as exec would use it.
-func geminiEnvValue(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
+	writeJSON(t, filepath.Join(home, ".gemini", "settings.json"), settings)
 }
 
 // geminiRequest is the part of a GenerateContentRequest the fake model reads.

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,10 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -38,7 +35,8 @@ const (
 // a scripted OpenAI-compatible model, with toolsift (over stdio, catalog cache warm) as its
 // only MCP server. It proves that, with opencode:
 //   - the tool a tool_search unlocks is declared in the very next model request: toolsift
-//     holds the search result until opencode has re-listed (the log says hold=relisted);
+//     knows opencode (client=opencode holds=true) and holds the search result until it has
+//     re-listed (the log says hold=relisted);
 //   - call_tool reaches the upstream and its answer comes back to the model;
 //   - toolsift, starting from a warm cache, sends no list_changed before the first search,
 //     which would make opencode re-list (and a real model's prompt cache miss) for nothing.
@@ -50,18 +48,16 @@ const (
 func TestOpencodeUnlockedToolInNextRequest(t *testing.T) {
 	oc := clientBin(t, "opencode", []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")})
 
-	// The client's toolsift must find the catalog cached, as it would after a first run:
-	// warm the very cache directory opencode's toolsift will be given.
-	env := isolatedEnv(t)
-	cfg := config(t, fmt.Sprintf("mcpServers:\n  fx:\n    command: %q\n", fixtureBin))
-	warmCache(t, env, bin, cfg, "echo")
+	// The client's toolsift must find the catalog cached, as it would after a first run.
+	cfg, cache := warmToolsift(t)
 
 	model := &opencodeModel{}
 	api := httptest.NewServer(model) // 127.0.0.1 only
 	defer api.Close()
-	logFile := filepath.Join(t.TempDir(), "toolsift.log")
+	logFile := filepath.Join(t.ArtifactDir(), "toolsift.log")
 	home := t.TempDir()
-	writeOpencodeConfig(t, home, map[string]any{
+	// opencode's global configuration.
+	writeJSON(t, filepath.Join(home, ".config", "opencode", "opencode.json"), map[string]any{
 		"$schema":     "https://opencode.ai/config.json",
 		"autoupdate":  false,
 		"share":       "disabled",
@@ -80,29 +76,18 @@ func TestOpencodeUnlockedToolInNextRequest(t *testing.T) {
 		"mcp": map[string]any{
 			ocServer: map[string]any{
 				"type":    "local",
-				"command": []string{bin, "--config", cfg, "--log-level", "debug", "--log-file", logFile},
+				"command": append([]string{bin}, toolsiftArgs(cfg, logFile)...),
 				// opencode's own XDG_CACHE_HOME is under its HOME; toolsift needs the warm one.
-				"environment": map[string]string{
-					"XDG_CACHE_HOME": opencodeEnvValue(env, "XDG_CACHE_HOME"),
-					"GORACE":         "atexit_sleep_ms=0",
-				},
+				"environment": toolsiftEnv(cache),
 			},
 		},
 	})
 
-	stdout, stderr, runErr := runOpencode(t, oc, home)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("opencode stdout:\n%s\nopencode stderr (its log):\n%s", stdout, stderr)
-			model.dump(t)
-			b, _ := os.ReadFile(logFile)
-			t.Logf("toolsift log:\n%s", b)
-		}
-	})
-	if runErr != nil {
-		t.Errorf("opencode run: %v", runErr)
+	run := runOpencode(t, oc, home, logFile, model.summary)
+	if run.err != nil {
+		t.Errorf("opencode run: %v", run.err)
 	}
-	if !strings.Contains(stdout, ocFinal) {
+	if !strings.Contains(run.stdout, ocFinal) {
 		t.Errorf("opencode did not print the model's final answer %q", ocFinal)
 	}
 
@@ -141,54 +126,18 @@ func TestOpencodeUnlockedToolInNextRequest(t *testing.T) {
 	}
 
 	// What toolsift did, by its log.
-	lines := opencodeLogLines(t, logFile)
-	at := func(msg string) int {
-		return slices.IndexFunc(lines, func(l string) bool { return opencodeLogField(l, "msg") == msg })
-	}
-	if at("catalog from cache") < 0 {
+	if !slices.ContainsFunc(run.log, func(l string) bool { return logField(l, "msg") == "catalog from cache" }) {
 		t.Errorf("toolsift did not start from the warm cache")
 	}
-	if i := at("client connected"); i < 0 {
-		t.Errorf("no client connected line")
-	} else {
-		t.Logf("opencode connects as client=%q version=%q holds=%s", opencodeLogField(lines[i], "client"),
-			opencodeLogField(lines[i], "client_version"), opencodeLogField(lines[i], "holds"))
-	}
-	search := at("tool search")
-	if search < 0 {
-		t.Fatalf("no tool search line")
-	}
-	if hold := opencodeLogField(lines[search], "hold"); hold != "relisted" {
-		t.Errorf("tool search ended its hold with %q, want relisted: %s", hold, lines[search])
-	}
-	// The search logs its own list_changed (reason=search) before its line; any other one
-	// before it came from toolsift's start, with nothing changed since the cached catalog.
-	// (At cba2365 the prompts and resources list_changed sent when an upstream connects are
-	// not logged, so this cannot see them.)
-	for _, l := range lines[:search] {
-		msg := opencodeLogField(l, "msg")
-		if strings.Contains(msg, "list_changed") && !strings.Contains(msg, "not sent") &&
-			!strings.HasPrefix(opencodeLogField(l, "reason"), "search") {
-			t.Errorf("list_changed sent before the first tool search: %s", l)
-		}
-	}
-	// A write to a server being stopped at exit is dropped quietly, not logged as an error.
-	for _, l := range lines {
-		if strings.Contains(l, "Error writing response") {
-			t.Errorf("toolsift logged an error at exit: %s", l)
-		}
-	}
-	t.Logf("tool search: hold=%s duration_ms=%s", opencodeLogField(lines[search], "hold"), opencodeLogField(lines[search], "duration_ms"))
+	checkToolsiftLog(t, run.log, "opencode", true)
 }
 
 // runOpencode runs `opencode run` on the prompt, with home as its HOME and every XDG
-// directory, in a fresh project directory, and waits until it and everything it started
-// have exited, so that toolsift's log is complete. It returns opencode's stdout and stderr.
-func runOpencode(t *testing.T, oc, home string) (stdout, stderr string, err error) {
+// directory, in a fresh project directory; its toolsift logs to logFile, and requests
+// describes what the fake model received, for a failure.
+func runOpencode(t *testing.T, oc, home, logFile string, requests func() string) clientRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, oc, "run", "--print-logs", "--model", "fake/scripted", ocPrompt)
+	cmd := exec.Command(oc, "run", "--print-logs", "--model", "fake/scripted", ocPrompt)
 	cmd.Dir = t.TempDir()
 	// Built from scratch, so that nothing of the caller's (API keys, npm settings, a
 	// configured provider) reaches opencode.
@@ -207,107 +156,8 @@ func runOpencode(t *testing.T, oc, home string) (stdout, stderr string, err erro
 		// with npm: offline, that fails at once instead of reaching for registry.npmjs.org.
 		"npm_config_offline=true",
 	}
-	// opencode, toolsift and the fixture share a process group: a timeout kills them all,
-	// and the test can tell when all of them are gone.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	start := time.Now()
-	err = cmd.Run()
-	t.Logf("opencode ran %v", time.Since(start).Round(time.Millisecond))
-	if ctx.Err() != nil {
-		err = fmt.Errorf("killed after %v: %w", 120*time.Second, err)
-	}
-	if cmd.Process != nil {
-		pgid := cmd.Process.Pid
-		deadline := time.Now().Add(10 * time.Second)
-		for len(opencodeGroup(pgid)) > 0 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if left := opencodeGroup(pgid); len(left) > 0 {
-			t.Errorf("processes %v (toolsift, its upstream?) still running 10s after opencode exited", left)
-			syscall.Kill(-pgid, syscall.SIGKILL)
-		}
-	}
-	return out.String(), errOut.String(), err
-}
-
-// opencodeGroup returns the live (not zombie) processes of process group pgid.
-func opencodeGroup(pgid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// After "(comm)": state ppid pgrp …
-		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// writeOpencodeConfig writes opencode's global configuration under home.
-func writeOpencodeConfig(t *testing.T, home string, cfg map[string]any) {
-	t.Helper()
-	b, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(home, ".config", "opencode")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "opencode.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// opencodeEnvValue returns the value env gives key: the last one, as exec takes it.
-func opencodeEnvValue(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
-}
-
-// opencodeLogLines returns the lines of toolsift's log.
-func opencodeLogLines(t *testing.T, path string) []string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("toolsift's log: %v", err)
-	}
-	return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-}
-
-// opencodeLogField returns the value of key in a slog text line, unquoted; "" if absent.
-func opencodeLogField(line, key string) string {
-	i := strings.Index(line, " "+key+"=")
-	if i < 0 {
-		return ""
-	}
-	rest := line[i+len(key)+2:]
-	if strings.HasPrefix(rest, `"`) {
-		if q, err := strconv.QuotedPrefix(rest); err == nil {
-			s, _ := strconv.Unquote(q)
-			return s
-		}
-	}
-	v, _, _ := strings.Cut(rest, " ")
-	return v
+	// --print-logs puts opencode's own log on its stderr, for a failure's report.
+	return runClient(t, cmd, logFile, requests)
 }
 
 // opencodeRequest is one chat completions request, as far as the script reads it.
@@ -392,22 +242,26 @@ func (m *opencodeModel) requests() []opencodeRequest {
 	return slices.Clone(m.reqs)
 }
 
-func (m *opencodeModel) dump(t *testing.T) {
+// summary lists the requests received: those to anything but the chat completions, then each
+// one's declared tools and its messages, cut at 300 bytes.
+func (m *opencodeModel) summary() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var b strings.Builder
 	for _, o := range m.odd {
-		t.Logf("model API: unexpected %s", o)
+		fmt.Fprintf(&b, "unexpected %s\n", o)
 	}
 	for i, r := range m.reqs {
-		t.Logf("model request %d declares %q", i+1, r.declared())
+		fmt.Fprintf(&b, "%d. declares %q\n", i+1, r.declared())
 		for _, msg := range r.Messages {
 			text := opencodeText(msg.Content)
 			if len(text) > 300 {
 				text = text[:300] + "…"
 			}
-			t.Logf("  %s %s: %s", msg.Role, msg.ToolCallID, text)
+			fmt.Fprintf(&b, "   %s %s: %s\n", msg.Role, msg.ToolCallID, text)
 		}
 	}
+	return b.String()
 }
 
 func (m *opencodeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
