@@ -31,10 +31,11 @@ var habits = map[string]habit{
 	// Codex CLI 0.171: never re-lists by default; with mcp_tool_list_changed on, only after
 	// the result.
 	"codex-mcp-client": {noHold: true},
-	// Gemini CLI 0.61: re-lists at once, then applies the list in a background refresh; the
-	// unlocked tool reached the next model request 1 time in 10 with no settle, 7 in 7 with
-	// 50 ms.
-	"gemini-cli-mcp-client": {settle: 100 * time.Millisecond},
+	// Gemini CLI 0.61: re-lists at once, then registers the tools and rebuilds its model
+	// context in the background; the unlocked tool reached the next model request 1 time in
+	// 10 with no settle, 7 in 7 with 50 ms, and missed once in 3 with 100 ms on a loaded
+	// machine. A model turn takes seconds: 300 ms is cheap insurance.
+	"gemini-cli-mcp-client": {settle: 300 * time.Millisecond},
 	// opencode 1.18: re-lists 10–74 ms after list_changed, but early in a session it can read
 	// nothing from its servers for 2.5–3.5 s; while it does not read, it does not read the
 	// result either, so a longer hold costs nothing.
