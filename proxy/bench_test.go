@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -114,7 +113,16 @@ type benchClient struct {
 	ctx    context.Context
 	p      *Server
 	w      *responseWatcher
+	out    countingWriter // what w wrote
 	nextID atomic.Int64
+}
+
+// countingWriter counts the bytes of the last write.
+type countingWriter struct{ last atomic.Int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.last.Store(int64(len(p)))
+	return len(p), nil
 }
 
 func (c *benchClient) Initialize()                                         { c.inited.Store(true) }
@@ -129,7 +137,10 @@ var _ server.ClientSession = (*benchClient)(nil)
 // (noDrain) get a channel big enough instead.
 func benchSession(tb testing.TB, p *Server, id, client string, drain bool) *benchClient {
 	tb.Helper()
-	c := &benchClient{id: id, p: p, w: &responseWatcher{w: io.Discard, s: p}}
+	// As over stdio: responses are written through a responseWatcher, which splices lists.
+	lists := &pendingLists{relist: true}
+	c := &benchClient{id: id, p: p}
+	c.w = &responseWatcher{w: &c.out, lists: lists}
 	if drain {
 		c.notes = make(chan mcp.JSONRPCNotification, 16)
 		done := make(chan struct{})
@@ -145,7 +156,7 @@ func benchSession(tb testing.TB, p *Server, id, client string, drain bool) *benc
 	if err := p.mcp.RegisterSession(context.Background(), c); err != nil {
 		tb.Fatal(err)
 	}
-	c.ctx = p.mcp.WithContext(context.Background(), c)
+	c.ctx = withPendingLists(p.mcp.WithContext(context.Background(), c), lists)
 	c.rpc(tb, "initialize", map[string]any{
 		"protocolVersion": "2025-11-25",
 		"capabilities":    map[string]any{},
@@ -155,8 +166,8 @@ func benchSession(tb testing.TB, p *Server, id, client string, drain bool) *benc
 	return c
 }
 
-// rpc sends one request and returns its response as a transport writes it.
-func (c *benchClient) rpc(tb testing.TB, method string, params any) []byte {
+// rpc sends one request and returns the size of its response as the transport wrote it.
+func (c *benchClient) rpc(tb testing.TB, method string, params any) int {
 	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.nextID.Add(1), "method": method, "params": params})
 	if err != nil {
 		tb.Fatal(err)
@@ -172,11 +183,11 @@ func (c *benchClient) rpc(tb testing.TB, method string, params any) []byte {
 	if _, isErr := resp.(mcp.JSONRPCError); isErr {
 		tb.Fatalf("%s: %s", method, out)
 	}
-	return out
+	return int(c.out.last.Load())
 }
 
-// search runs tool_search and returns the encoded response.
-func (c *benchClient) search(tb testing.TB, query string, max int) []byte {
+// search runs tool_search and returns the size of its response.
+func (c *benchClient) search(tb testing.TB, query string, max int) int {
 	return c.rpc(tb, "tools/call", map[string]any{"name": SearchTool, "arguments": map[string]any{"query": query, "max_results": max}})
 }
 
@@ -219,7 +230,7 @@ func BenchmarkToolsList(b *testing.B) {
 			b.ReportAllocs()
 			var size int
 			for b.Loop() {
-				size = len(c.rpc(b, "tools/list", map[string]any{}))
+				size = c.rpc(b, "tools/list", map[string]any{})
 			}
 			b.ReportMetric(float64(size), "bytes/list")
 		})
@@ -240,7 +251,7 @@ func BenchmarkSearch(b *testing.B) {
 			b.ReportAllocs()
 			i, size := 0, 0
 			for b.Loop() {
-				size = len(c.search(b, searchQueries[i%len(searchQueries)], 5))
+				size = c.search(b, searchQueries[i%len(searchQueries)], 5)
 				i++
 			}
 			b.ReportMetric(float64(size), "bytes/result")

@@ -17,8 +17,10 @@ import (
 // CatalogChanged is called after the upstream catalog changed. It registers the upstreams'
 // prompts, resources and resource templates with the MCP server (they are the same for every
 // session, so mcp-go's own registry, and its list_changed to every session, fit them), and
-// tells the sessions whose tool list changed; the embeddings engine, if any, is told too.
+// tells the sessions whose tool list changed; the search index of the new catalog is built
+// aside, and the embeddings engine, if any, is told too.
 func (s *Server) CatalogChanged() {
+	s.kickIndex()
 	s.syncPromptsAndResources()
 	s.announceChanges()
 	s.trackEmbeddings()
@@ -28,34 +30,47 @@ func (s *Server) CatalogChanged() {
 // was: an always-load tool or tool_search's directory of servers changed (every session), or
 // a tool the session unlocked changed or vanished. Other sessions are not disturbed. While
 // every tool is listed (fitsAll), any change concerns every session.
+//
+// Only the always-load tools and the sessions' unlocked ones are compared, each once
+// however many sessions unlocked it, not the whole catalog.
 func (s *Server) announceChanges() {
-	cat := s.ups.Catalog()
-	directory := searchToolDef(s.ups.Statuses()).Description
+	v := s.view()
+	search, _ := s.meta.forms(s.ups.Statuses())
+	directory := search.tool.Description
 	s.shownMu.Lock()
 	prev, prevDir := s.shown, s.shownDirectory
-	s.shown, s.shownDirectory = cat, directory
+	s.shown, s.shownDirectory = v, directory
 	s.shownMu.Unlock()
-	prevAll, all := s.fitsAll(prev), s.fitsAll(cat)
+	if prev == v && prevDir == directory {
+		return
+	}
+	prevAll, all := s.fitsAll(prev), s.fitsAll(v)
+	memo := map[string]bool{}
+	changed := func(name string) bool {
+		c, ok := memo[name]
+		if !ok {
+			a, okA := prev.cat.Lookup(name)
+			b, okB := v.cat.Lookup(name)
+			c = okA != okB || okA && !sameTool(a, b)
+			memo[name] = c
+		}
+		return c
+	}
+	// Listed all, every tool concerns everyone; listed lazily, the directory of servers does,
+	// and the always-load tools.
+	everyone := prevAll != all || !all && directory != prevDir
+	if !everyone && all {
+		everyone = len(prev.cat.Tools) != len(v.cat.Tools) || slices.ContainsFunc(v.cat.Tools, func(t upstream.Tool) bool { return changed(t.Exposed) })
+	}
+	if !everyone {
+		everyone = slices.ContainsFunc(prev.always, changed) || slices.ContainsFunc(v.always, changed)
+	}
 	s.sessionsMu.Lock()
 	sessions := make([]*session, 0, len(s.sessions))
 	for _, sess := range s.sessions {
 		sessions = append(sessions, sess)
 	}
 	s.sessionsMu.Unlock()
-	changed := func(name string) bool {
-		a, okA := prev.Lookup(name)
-		b, okB := cat.Lookup(name)
-		return okA != okB || okA && !sameTool(a, b)
-	}
-	// Listed all, every tool concerns everyone; listed lazily, the directory of servers does,
-	// and the always-load tools.
-	everyone := prevAll != all || !all && directory != prevDir
-	for _, t := range append(slices.Clone(prev.Tools), cat.Tools...) {
-		if (all || t.AlwaysLoad) && changed(t.Exposed) {
-			everyone = true
-			break
-		}
-	}
 	for _, sess := range sessions {
 		notify := everyone
 		if !notify {

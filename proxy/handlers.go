@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,12 +84,19 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	start := time.Now()
 	pending := s.awaitStartup(ctx)
-	ix, cat := s.searchIndex()
+	built := s.searchIndex(ctx)
+	if built == nil {
+		// Still building the first index past StartupWait: nothing can be found yet.
+		built = &indexed{ix: search.NewIndex(nil), view: s.view()}
+		pending = append(pending, "(the search index)")
+	}
+	ix, v, cat := built.ix, built.view, built.view.cat
 	sess := s.sessionFrom(ctx)
+	listsAll := s.fitsAll(v)
 	var names, unknown []string
 	switch {
 	case q.Group != "":
-		if names, err = s.group(cat, q.Group, !stable(ctx) && !s.fitsAll(cat)); err != nil {
+		if names, err = s.group(cat, q.Group, !stable(ctx) && !listsAll); err != nil {
 			return errorResult("tool_search: %v", err), nil
 		}
 	case len(q.Select) > 0:
@@ -119,12 +127,9 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	res := SearchResult{Query: *args.Query, Matches: []Match{}, Unlocked: []string{}, Unknown: unknown}
 	for _, name := range names {
-		t, _ := cat.Lookup(name)
-		res.Matches = append(res.Matches, Match{
-			Name: t.Exposed, Server: t.Server,
-			Description: firstParagraph(t.Description, 1024),
-			InputSchema: schemaOrEmpty(t.InputSchema),
-		})
+		if f, ok := v.form(name); ok {
+			res.Matches = append(res.Matches, f.match)
+		}
 	}
 	for _, st := range s.ups.Statuses() {
 		// A server starting with its tools known (cached) is searched, and a call waits for
@@ -135,7 +140,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		}
 	}
 	hold := holdNone
-	if !stable(ctx) && !s.fitsAll(cat) {
+	if !stable(ctx) && !listsAll {
 		added, dropped := s.unlock(sess, cat, names, s.opts.MaxUnlocked)
 		res.Unlocked, res.Dropped = append(res.Unlocked, added...), dropped
 		if len(added) > 0 || len(dropped) > 0 {
@@ -157,11 +162,21 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	s.log.Info("tool search", "session", sess.id, "query", *args.Query, "results", names,
 		"unlocked", len(res.Unlocked), "dropped", len(res.Dropped), "pending", pending, "hold", hold,
 		"duration_ms", time.Since(start).Milliseconds())
-	text, _ := json.Marshal(res)
+	return s.searchResult(sess, res), nil
+}
+
+// searchResult encodes a tool_search result, as JSON text and as structuredContent.
+func (s *Server) searchResult(_ *session, res SearchResult) *mcp.CallToolResult {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // the model reads "<" better than "\u003c"
+	_ = enc.Encode(res)
+	text := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(text))},
-		StructuredContent: res,
-	}, nil
+		Content:              []mcp.Content{mcp.NewTextContent(string(text))},
+		RawStructuredContent: text,
+		StructuredContent:    json.RawMessage(text),
+	}
 }
 
 func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -197,7 +212,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	// Announce before calling upstream, and flush before returning: a notification sent as
 	// a call's handler ends can be lost over streamable HTTP.
 	var announced bool
-	if !stable(ctx) && !s.fitsAll(cat) {
+	if !stable(ctx) && !s.fitsAll(s.views.of(cat)) {
 		added, dropped := s.unlock(sess, cat, []string{t.Exposed}, s.opts.MaxUnlocked)
 		announced = len(added) > 0 || len(dropped) > 0
 	}

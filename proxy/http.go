@@ -197,6 +197,24 @@ func (w idWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// listWriter splices the tools of a tools/list response into it as it is written (see
+// pendingLists).
+type listWriter struct {
+	passWriter
+	lists *pendingLists
+}
+
+func (w listWriter) Write(p []byte) (int, error) {
+	pl, ok := w.lists.take(p)
+	if !ok || pl.tools == nil {
+		return w.passWriter.Write(p)
+	}
+	if _, err := w.passWriter.Write(splice(p, pl.tools)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // claimer watches the response to a request that opens a session for the session's ID: the
 // Mcp-Session-Id header of streamable HTTP, or the endpoint event of the legacy SSE stream
 // ("data: /message?sessionId=ID").
@@ -297,6 +315,14 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		_, method, _ = request(body)
+		if method == string(mcp.MethodToolsList) && r.URL.Path == "/mcp" {
+			// Streamable HTTP answers on the request's own response: the list is spliced
+			// as it is written (see pendingLists). Outside idWriter, which would change
+			// the id the list is known by.
+			lists := &pendingLists{}
+			w = listWriter{passWriter{w}, lists}
+			r = r.WithContext(withPendingLists(r.Context(), lists))
+		}
 	}
 	// Only requests count: a cancellation must get through to the calls it cancels.
 	if id := r.Header.Get(server.HeaderKeySessionID); id != "" && method != "" {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -71,7 +72,7 @@ func TestSamplingChoosesWhenWordsAreUnsure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newGoldenProxyWith(t, Options{Sampling: tc.on, SamplingTimeout: 300 * time.Millisecond, ListWait: 20 * time.Second})
 			words, _ := search.ParseQuery(tc.query)
-			ix, _ := p.searchIndex()
+			ix := p.searchIndex(context.Background()).ix
 			hits, _ := ix.Search(words, 2)
 			c := newTranscript(t, p)
 			c.initializeWith("codex-mcp-client", tc.caps) // never held, so no re-list needed

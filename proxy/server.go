@@ -94,24 +94,18 @@ type Server struct {
 	// mutex.
 	owners *owners
 
-	// lists holds the tools/list responses still being written to watched sessions, for the
-	// re-list handshake (see session). It has its own mutex.
-	lists pendingLists
-
-	// index is the search index of the latest catalog, and hybrid its ranker by words and
-	// meaning. Each has its own mutex.
-	index  indexCache
-	hybrid hybridCache
-
-	fitMu sync.Mutex // guards fitCat and fits
-	// fits caches fitsAll for the catalog fitCat.
-	fitCat *upstream.Catalog
-	fits   bool
+	// views holds the view of the latest catalog, and meta the forms of the meta-tools;
+	// indexer builds and holds the search indexes, and hybrid is the ranker by words and
+	// meaning of the newest. Each has its own mutex, if any.
+	views   views
+	meta    metaTools
+	indexer *indexer
+	hybrid  hybridCache
 
 	shownMu sync.Mutex // guards shown and shownDirectory
-	// shown and shownDirectory are the catalog and server directory that sessions were
-	// last told about, to tell which sessions a change concerns.
-	shown          *upstream.Catalog
+	// shown and shownDirectory are the catalog's view and the server directory that
+	// sessions were last told about, to tell which sessions a change concerns.
+	shown          *view
 	shownDirectory string
 
 	subscribersMu sync.Mutex // guards subscribers
@@ -155,7 +149,8 @@ func New(ups Upstreams, opts Options) *Server {
 		opts.Version = "dev"
 	}
 	s := &Server{opts: opts, log: opts.Logger, ups: ups, sessions: map[string]*session{}, owners: &owners{m: map[string][32]byte{}}, subscribers: map[string]int{},
-		shown: ups.Catalog(), shownDirectory: searchToolDef(ups.Statuses()).Description}
+		indexer: newIndexer()}
+	s.shown, s.shownDirectory = s.view(), searchToolDef(ups.Statuses()).Description
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.session(cs.SessionID()) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.endSession(cs.SessionID()) })
@@ -194,8 +189,10 @@ func New(ups Upstreams, opts Options) *Server {
 	// Register the cached prompts and resources before any session exists: registered later,
 	// when a server connects with what it had, they would be announced as a change.
 	s.syncPromptsAndResources()
-	// The cached catalogs' tools get their vectors from now on, not at the first change.
+	// The cached catalogs' tools get their vectors from now on, not at the first change,
+	// and their index is built before the first search.
 	s.trackEmbeddings()
+	s.kickIndex()
 	return s
 }
 

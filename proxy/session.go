@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -317,46 +318,64 @@ func (s *Server) notifyListChanged(ctx context.Context, sess *session, reason st
 
 // afterListTools replaces mcp-go's list with the session's own: always-load tools,
 // tool_search, call_tool, then unlocked tools in unlock order (step 4); or every tool, while
-// they all fit (fitsAll).
+// they all fit (fitsAll). Each tool comes from the catalog's view, encoded once however many
+// sessions list it; a transport that splices lists (see pendingLists) gets a placeholder in
+// their place, and writes the encoded tools into the response itself.
 func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
 	sess := s.sessionFrom(ctx)
-	cat := s.ups.Catalog()
-	var tools []mcp.Tool
-	if s.fitsAll(cat) {
-		for _, t := range cat.Tools {
-			tools = append(tools, exposedTool(t))
+	v := s.view()
+	var forms []*form
+	all := s.fitsAll(v)
+	if all {
+		forms = make([]*form, 0, len(v.cat.Tools))
+		for _, t := range v.cat.Tools {
+			f, _ := v.form(t.Exposed)
+			forms = append(forms, f)
 		}
-		result.Tools = tools
-		sess.mu.Lock()
-		version := sess.version
-		sess.mu.Unlock()
-		sess.markListed(version)
-		return
+	} else {
+		forms = v.alwaysForms()
+		search, call := s.meta.forms(s.ups.Statuses())
+		forms = append(forms, search, call)
 	}
-	for _, t := range cat.Tools {
-		if t.AlwaysLoad {
-			tools = append(tools, exposedTool(t))
-		}
-	}
-	tools = append(tools, searchToolDef(s.ups.Statuses()), callToolDef())
 	sess.mu.Lock()
-	if !stable(ctx) {
-		for _, name := range sess.unlocked {
-			if t, ok := cat.Lookup(name); ok && !t.AlwaysLoad {
-				tools = append(tools, exposedTool(t))
-			}
+	var unlocked []string
+	if !all && !stable(ctx) {
+		unlocked = slices.Clone(sess.unlocked)
+	}
+	version := sess.version
+	sess.mu.Unlock()
+	for _, name := range unlocked {
+		if f, ok := v.form(name); ok && !f.always {
+			forms = append(forms, f)
 		}
 	}
-	watched, version := sess.watched, sess.version
-	sess.mu.Unlock()
-	result.Tools = tools
-	s.log.Debug("tools listed", "session", sess.id, "tools", len(tools), "version", version)
-	if !watched {
-		sess.markListed(version)
-		return
+	lists := pendingListsFrom(ctx)
+	pl := pendingList{version: version}
+	if lists != nil && len(forms) > 0 {
+		result.Tools = []mcp.Tool{listPlaceholder}
+		pl.tools = forms
+	} else {
+		result.Tools = make([]mcp.Tool, 0, len(forms))
+		for _, f := range forms {
+			result.Tools = append(result.Tools, f.tool)
+		}
 	}
-	key, _ := json.Marshal(id)
-	s.lists.add(string(key), pendingList{sess, version})
+	if !all {
+		s.log.Debug("tools listed", "session", sess.id, "tools", len(forms), "version", version)
+	}
+	// A list counts as the re-list a held tool_search waits for once it is written, where
+	// the transport tells (stdio), and else once it is built.
+	relist := lists != nil && lists.relist && !all
+	if relist {
+		pl.sess = sess
+	}
+	if pl.tools != nil || relist {
+		key, _ := json.Marshal(id)
+		lists.add(string(key), pl)
+	}
+	if !relist {
+		sess.markListed(version)
+	}
 }
 
 // markListed wakes whoever waits for the session to re-list, if the list, built at version,
@@ -371,17 +390,44 @@ func (sess *session) markListed(version int) {
 	sess.listed = make(chan struct{})
 }
 
-// pendingList is a tools/list response being written: whose, and with which unlocks.
+// pendingList is a tools/list response being written: its tools, to splice in (nil if
+// none), and, where its writing counts as the session's re-list, whose it is and with
+// which unlocks.
 type pendingList struct {
+	tools   []*form
 	sess    *session
 	version int
 }
 
-// pendingLists maps the JSON id of each tools/list response still being written to a watched
-// session to the session and the version it was built at.
+// pendingLists holds the tools/list responses a transport is about to write, by JSON id.
+// A transport that writes every response through pendingLists.take, and splices in the
+// tools of the list it returns, puts one in the context of its requests: stdio, one for
+// its connection; streamable HTTP, one for each tools/list request. Over any other
+// transport (legacy SSE, in-process) mcp-go encodes the tools itself.
+//
+// Splicing skips mcp-go's encoding of a list, which encodes each tool through a map and
+// checks every byte of its schemas twice more: 500 tools take 9–11 ms that way, and a
+// splice copies their bytes.
 type pendingLists struct {
+	// relist, fixed at creation, is set where a list counts as the session's re-list only
+	// once its response is written (stdio: see session, step 4).
+	relist bool
+
 	mu sync.Mutex // guards m
 	m  map[string]pendingList
+	n  atomic.Int32 // len(m), for writers of other messages to skip the lock
+}
+
+type pendingListsKey struct{}
+
+// withPendingLists returns ctx for a transport that writes through lists.
+func withPendingLists(ctx context.Context, lists *pendingLists) context.Context {
+	return context.WithValue(ctx, pendingListsKey{}, lists)
+}
+
+func pendingListsFrom(ctx context.Context) *pendingLists {
+	lists, _ := ctx.Value(pendingListsKey{}).(*pendingLists)
+	return lists
 }
 
 // add records a tools/list response about to be written.
@@ -392,23 +438,65 @@ func (p *pendingLists) add(id string, pl pendingList) {
 		p.m = map[string]pendingList{}
 	}
 	p.m[id] = pl
+	p.n.Store(int32(len(p.m)))
 }
 
-// take removes and returns the pending list with the given JSON id.
-func (p *pendingLists) take(id string) (pendingList, bool) {
+// take returns, and forgets, the pending list that msg answers, if any. msg is a message as
+// the transport writes it: JSON, or an SSE event whose data is JSON.
+func (p *pendingLists) take(msg []byte) (pendingList, bool) {
+	if p == nil || p.n.Load() == 0 {
+		return pendingList{}, false
+	}
+	start := bytes.IndexByte(msg, '{')
+	if start < 0 {
+		return pendingList{}, false
+	}
+	id, ok := responseID(msg[start:])
+	if !ok {
+		return pendingList{}, false
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pl, ok := p.m[id]
-	delete(p.m, id)
+	pl, ok := p.m[string(id)]
+	delete(p.m, string(id))
+	p.n.Store(int32(len(p.m)))
 	return pl, ok
 }
 
-// responseWatcher passes a transport's output through and reports each tools/list response
-// once it has been written (step 4).
+// listPlaceholder stands in a spliced tools/list for its tools, and listPlaceholderJSON is
+// how mcp-go writes it. The colon keeps it from being any upstream tool's exposed name.
+var (
+	listPlaceholder     = mcp.Tool{Name: "toolsift:tools", RawInputSchema: json.RawMessage(`{}`)}
+	listPlaceholderJSON = func() []byte { b, _ := json.Marshal(listPlaceholder); return b }()
+)
+
+// splice returns msg, a tools/list response, with the placeholder replaced by the tools.
+func splice(msg []byte, tools []*form) []byte {
+	at := bytes.Index(msg, listPlaceholderJSON)
+	if at < 0 {
+		return msg
+	}
+	size := len(msg) - len(listPlaceholderJSON) + len(tools)
+	for _, f := range tools {
+		size += len(f.raw)
+	}
+	out := make([]byte, 0, size)
+	out = append(out, msg[:at]...)
+	for i, f := range tools {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, f.raw...)
+	}
+	return append(out, msg[at+len(listPlaceholderJSON):]...)
+}
+
+// responseWatcher passes a transport's output through, splicing tools into tools/list
+// responses, and reports each once it has been written (step 4).
 type responseWatcher struct {
-	mu sync.Mutex // serializes writes to w: mcp-go's, and toolsift's own refusals
-	w  io.Writer
-	s  *Server
+	mu    sync.Mutex // serializes writes to w: mcp-go's, and toolsift's own refusals
+	w     io.Writer
+	lists *pendingLists
 	// answered, if set, is told the id of each answer written (see drainReader).
 	answered func(id []byte)
 }
@@ -416,8 +504,13 @@ type responseWatcher struct {
 // Write writes p, one JSON-RPC message, and then, if it was a pending tools/list response,
 // marks its session listed.
 func (rw *responseWatcher) Write(p []byte) (int, error) {
+	pl, listed := rw.lists.take(p)
+	msg := unwrapBigID(p)
+	if pl.tools != nil {
+		msg = splice(msg, pl.tools)
+	}
 	rw.mu.Lock()
-	n, err := rw.w.Write(unwrapBigID(p))
+	n, err := rw.w.Write(msg)
 	rw.mu.Unlock()
 	if err == nil {
 		n = len(p)
@@ -427,15 +520,8 @@ func (rw *responseWatcher) Write(p []byte) (int, error) {
 			rw.answered(id)
 		}
 	}
-	if bytes.Contains(p, []byte(`"tools":[`)) {
-		var m struct {
-			ID json.RawMessage `json:"id"`
-		}
-		if json.Unmarshal(p, &m) == nil && len(m.ID) > 0 {
-			if pl, ok := rw.s.lists.take(string(m.ID)); ok {
-				pl.sess.markListed(pl.version)
-			}
-		}
+	if listed && pl.sess != nil {
+		pl.sess.markListed(pl.version)
 	}
 	return n, err
 }

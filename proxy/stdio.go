@@ -28,17 +28,18 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	// call: leave room beside MaxCalls calls for searches and refusals.
 	server.WithWorkerPoolSize(min(s.opts.MaxCalls+8, 100))(stdio)
 	// Its output passes through a responseWatcher, so the re-list handshake can wait for
-	// the tools/list response to be written (see session, step 4).
+	// the tools/list response to be written (see session, step 4), and so that lists are
+	// spliced (see pendingLists).
+	watcher := &responseWatcher{w: out, lists: &pendingLists{relist: true}}
 	stdio.SetContextFunc(func(ctx context.Context) context.Context {
 		sess := s.sessionFrom(ctx)
 		sess.mu.Lock()
 		sess.watched = true
 		sess.mu.Unlock()
-		return ctx
+		return withPendingLists(ctx, watcher.lists)
 	})
 	listen, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
-	watcher := &responseWatcher{w: out, s: s}
 	input := &drainReader{r: in, stopped: ctx.Done(), released: listen.Done(), maxLine: s.opts.MaxRequestBytes,
 		refuse: func(id []byte) {
 			s.log.Warn("request refused: too large", "max_bytes", s.opts.MaxRequestBytes)

@@ -207,22 +207,29 @@ func errorResult(format string, args ...any) *mcp.CallToolResult {
 // bytesPerToken estimates how many bytes of a tool definition's JSON make one token.
 const bytesPerToken = 4
 
-// fitsAll reports whether every tool of cat is listed directly (toolSearch: auto): with
-// ListAllUnder set, while the definitions of all the tools, as listed, come to at most that
-// many tokens (estimated). Search only pays once listing everything costs more than it.
-func (s *Server) fitsAll(cat *upstream.Catalog) bool {
+// fitsAll reports whether every tool of v's catalog is listed directly (toolSearch: auto):
+// with ListAllUnder set, while the definitions of all the tools, as listed, come to at most
+// that many tokens (estimated). Search only pays once listing everything costs more than it.
+// The answer is found once per catalog, encoding tools only until they are past the limit.
+func (s *Server) fitsAll(v *view) bool {
 	if s.opts.ListAllUnder <= 0 {
 		return false
 	}
-	s.fitMu.Lock()
-	defer s.fitMu.Unlock()
-	if s.fitCat != cat {
-		size := 0
-		for _, t := range cat.Tools {
-			b, _ := json.Marshal(exposedTool(t))
-			size += len(b)
-		}
-		s.fitCat, s.fits = cat, size/bytesPerToken <= s.opts.ListAllUnder
+	if known := v.fits.Load(); known != 0 {
+		return known == 2
 	}
-	return s.fits
+	size, fits := 0, true
+	for _, t := range v.cat.Tools {
+		f, _ := v.form(t.Exposed)
+		if size += len(f.raw); size/bytesPerToken > s.opts.ListAllUnder {
+			fits = false
+			break
+		}
+	}
+	if fits {
+		v.fits.Store(2)
+	} else {
+		v.fits.Store(1)
+	}
+	return fits
 }

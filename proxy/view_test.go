@@ -1,0 +1,181 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolsift/toolsift/search"
+	"github.com/toolsift/toolsift/upstream"
+)
+
+// TestListSplicedOverHTTP lists a session's tools over toolsift's streamable HTTP front
+// end, which splices the encoded tools into the response, and over mcp-go's own HTTP
+// server, which encodes them itself: the two lists must be the same bytes.
+func TestListSplicedOverHTTP(t *testing.T) {
+	p := newTestProxy(t)
+	h, shutdown := p.HTTPHandler(HTTPOptions{})
+	spliced := httptest.NewServer(h)
+	t.Cleanup(func() { spliced.Close(); shutdown(context.Background()) })
+	plain := httptest.NewServer(server.NewStreamableHTTPServer(p.MCP(), server.WithStateful(true)))
+	t.Cleanup(plain.Close)
+
+	var lists [][]byte
+	for _, url := range []string{spliced.URL + "/mcp", plain.URL} {
+		id := post(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
+		post(t, url, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		post(t, url, id, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"gh__create_issue","arguments":{"x":"1"}}}}`)
+		lists = append(lists, bodyOf(t, url, id, `{"jsonrpc":"2.0","id":"list-3","method":"tools/list","params":{}}`))
+	}
+	if !bytes.Equal(lists[0], lists[1]) {
+		t.Fatalf("spliced list differs from mcp-go's:\n%s\n%s", lists[0], lists[1])
+	}
+	if bytes.Contains(lists[0], []byte(listPlaceholder.Name)) || !bytes.Contains(lists[0], []byte(`"name":"gh__create_issue"`)) {
+		t.Errorf("list = %s", lists[0])
+	}
+}
+
+// post sends one message in a session (none if id is ""), and returns the session's id.
+func post(t *testing.T, url, id, body string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if id != "" {
+		req.Header.Set(server.HeaderKeySessionID, id)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode >= 300 {
+		t.Fatalf("POST %s: %s", body, resp.Status)
+	}
+	return resp.Header.Get(server.HeaderKeySessionID)
+}
+
+// bodyOf sends one request in a session and returns its response's body.
+func bodyOf(t *testing.T, url, id, body string) []byte {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(server.HeaderKeySessionID, id)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b
+}
+
+// TestSplice checks that a pending list is spliced only into the response that answers it,
+// written as JSON or as an SSE event, and never into a request of the server's that has the
+// same id, nor into another response.
+func TestSplice(t *testing.T) {
+	f := newForm(upstream.Tool{Server: "gh", Name: "x", Exposed: "gh__x", Description: "X."})
+	placeholder := string(listPlaceholderJSON)
+	tests := []struct {
+		name, msg string
+		spliced   bool
+	}{
+		{"json", `{"jsonrpc":"2.0","id":7,"result":{"tools":[` + placeholder + `]}}` + "\n", true},
+		{"sse", "event: message\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"tools":[` + placeholder + `]}}` + "\n\n", true},
+		{"server request with the id", `{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{"x":[` + placeholder + `]}}`, false},
+		{"other response", `{"jsonrpc":"2.0","id":8,"result":{"content":[` + placeholder + `]}}`, false},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":[` + placeholder + `]}}`, false},
+	}
+	for _, tt := range tests {
+		lists := &pendingLists{}
+		lists.add("7", pendingList{tools: []*form{f, f}})
+		pl, ok := lists.take([]byte(tt.msg))
+		if ok != tt.spliced {
+			t.Errorf("%s: take = %v, want %v", tt.name, ok, tt.spliced)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		got := string(splice([]byte(tt.msg), pl.tools))
+		want := strings.Replace(tt.msg, placeholder, string(f.raw)+","+string(f.raw), 1)
+		if got != want {
+			t.Errorf("%s: splice = %s, want %s", tt.name, got, want)
+		}
+		if _, again := lists.take([]byte(tt.msg)); again {
+			t.Errorf("%s: taken twice", tt.name)
+		}
+	}
+}
+
+// TestSearchUsesTheBuiltIndex changes the catalog under a proxy: a search at once uses the
+// index it has, of the old catalog, with that catalog, and the new index follows without
+// any search waiting for it.
+func TestSearchUsesTheBuiltIndex(t *testing.T) {
+	tools := benchTools(t, 200)
+	ups := newBenchUpstreams(tools)
+	p := New(ups, Options{})
+	t.Cleanup(func() { p.Close() })
+	old := p.searchIndex(context.Background())
+	if old == nil || old.view.cat != ups.Catalog() {
+		t.Fatalf("first index = %v, want one of the catalog", old)
+	}
+	changed := upstream.NewCatalog(append(slices.Clone(tools), upstream.Tool{Server: "new", Name: "frobnicate", Exposed: "new__frobnicate", Description: "Frobnicate the widgets."}))
+	ups.set(changed)
+	if got := p.searchIndex(context.Background()); got != old {
+		t.Fatalf("search after the change got a new index at once: the build was waited for")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cur := p.searchIndex(context.Background())
+		if cur.view.cat == changed {
+			q, _ := search.ParseQuery("frobnicate widgets")
+			if hits, _ := cur.ix.Search(q, 1); len(hits) == 0 || hits[0].Name != "new__frobnicate" {
+				t.Errorf("new index finds %v", hits)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new catalog's index was never built")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestListSearchAndCallShareForms checks that every session lists a tool from one form per
+// catalog, and a new catalog makes new ones.
+func TestListSearchAndCallShareForms(t *testing.T) {
+	ups := newBenchUpstreams(benchTools(t, 50))
+	p := New(ups, Options{})
+	t.Cleanup(func() { p.Close() })
+	name := ups.Catalog().Tools[3].Exposed
+	a, _ := p.view().form(name)
+	b, _ := p.view().form(name)
+	if a != b {
+		t.Error("one catalog, two forms of a tool")
+	}
+	ups.set(upstream.NewCatalog(ups.Catalog().Tools))
+	if c, _ := p.view().form(name); c == a {
+		t.Error("a new catalog reuses the old catalog's form")
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(a.raw, &raw); err != nil || raw["name"] != name {
+		t.Errorf("form = %s (%v)", a.raw, err)
+	}
+	var want bytes.Buffer
+	json.NewEncoder(&want).Encode(a.tool)
+	if got := string(a.raw) + "\n"; got != want.String() {
+		t.Errorf("raw form %s, mcp-go encodes %s", got, want.String())
+	}
+}
