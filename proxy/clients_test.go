@@ -132,3 +132,28 @@ func TestKnownClientKeepsHolding(t *testing.T) {
 		t.Errorf("holds = %q, want [timeout relisted]", got)
 	}
 }
+
+// TestStructured checks which sessions get tool_search's matches twice, as structuredContent
+// beside the text.
+func TestStructured(t *testing.T) {
+	for _, tt := range []struct {
+		client, protocol string
+		want             bool
+	}{
+		{"claude-code", "2025-11-25", false},
+		{"codex-mcp-client", "2025-06-18", false},
+		{"gemini-cli-mcp-client", "2025-11-25", false},
+		{"opencode", "2025-11-25", false},
+		{"some-agent", "2025-11-25", true},
+		{"some-agent", "2025-06-18", true},
+		{"some-agent", "2025-03-26", false}, // before structuredContent
+		{"some-agent", "2024-11-05", false},
+		{"Claude-Code", "2025-11-25", true}, // names are exact
+		{"", "", true},                      // a request outside any session
+	} {
+		sess := &session{client: tt.client, protocol: tt.protocol}
+		if got := sess.structured(); got != tt.want {
+			t.Errorf("structured(%q, %q) = %v, want %v", tt.client, tt.protocol, got, tt.want)
+		}
+	}
+}

@@ -165,18 +165,20 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	return s.searchResult(sess, res), nil
 }
 
-// searchResult encodes a tool_search result, as JSON text and as structuredContent.
-func (s *Server) searchResult(_ *session, res SearchResult) *mcp.CallToolResult {
+// searchResult encodes a tool_search result: always as JSON text, and as structuredContent
+// too for the clients whose model reads it instead (see session.structured).
+func (s *Server) searchResult(sess *session, res SearchResult) *mcp.CallToolResult {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false) // the model reads "<" better than "\u003c"
 	_ = enc.Encode(res)
 	text := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-	return &mcp.CallToolResult{
-		Content:              []mcp.Content{mcp.NewTextContent(string(text))},
-		RawStructuredContent: text,
-		StructuredContent:    json.RawMessage(text),
+	out := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(text))}}
+	if sess.structured() {
+		out.RawStructuredContent = text
+		out.StructuredContent = json.RawMessage(text)
 	}
+	return out
 }
 
 func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

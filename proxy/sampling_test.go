@@ -24,7 +24,9 @@ func (c *transcript) searchAnswering(query string, answer string) (SearchResult,
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 			Result struct {
-				Structured SearchResult `json:"structuredContent"`
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
 			} `json:"result"`
 		}
 		if err := json.Unmarshal(last.data, &m); err != nil {
@@ -39,7 +41,11 @@ func (c *transcript) searchAnswering(query string, answer string) (SearchResult,
 				}})
 			}
 		case c.is(last.name, id):
-			return m.Result.Structured, asked
+			var sr SearchResult
+			if len(m.Result.Content) != 1 || json.Unmarshal([]byte(m.Result.Content[0].Text), &sr) != nil {
+				c.t.Fatalf("tool_search result: %s", last.data)
+			}
+			return sr, asked
 		}
 	}
 }

@@ -88,8 +88,9 @@ type session struct {
 	version int
 	// watched is set for sessions whose transport reports written responses (stdio).
 	watched bool
-	// client is the name the client gave in initialize ("" until then).
-	client string
+	// client is the name the client gave in initialize ("" until then), and protocol the
+	// protocol revision it asked for.
+	client, protocol string
 	// holds is false for a session whose client does not re-list before reading a result:
 	// known so by its name, or shown when a hold ran out (see announce).
 	holds bool

@@ -29,15 +29,14 @@ func (c *transcript) answer(method string, params any) json.RawMessage {
 	}
 }
 
-// searchFor runs tool_search and returns its structured result.
+// searchFor runs tool_search and returns its result, decoded from its text.
 func (c *transcript) searchFor(query string, max int) (SearchResult, string) {
 	c.t.Helper()
 	var r struct {
 		Content []struct {
 			Text string `json:"text"`
 		} `json:"content"`
-		Structured SearchResult `json:"structuredContent"`
-		IsError    bool         `json:"isError"`
+		IsError bool `json:"isError"`
 	}
 	raw := c.answer("tools/call", map[string]any{"name": SearchTool, "arguments": map[string]any{"query": query, "max_results": max}})
 	if err := json.Unmarshal(raw, &r); err != nil {
@@ -46,7 +45,11 @@ func (c *transcript) searchFor(query string, max int) (SearchResult, string) {
 	if r.IsError {
 		return SearchResult{}, r.Content[0].Text
 	}
-	return r.Structured, ""
+	var sr SearchResult
+	if len(r.Content) != 1 || json.Unmarshal([]byte(r.Content[0].Text), &sr) != nil {
+		c.t.Fatalf("tool_search result: %s", raw)
+	}
+	return sr, ""
 }
 
 // listed returns the names in the session's tools/list.
