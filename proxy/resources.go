@@ -29,6 +29,9 @@ func (s *Server) readResource(serverName string) server.ResourceHandlerFunc {
 func (s *Server) subscribe(ctx context.Context, sess *session, uri string) {
 	sess.mu.Lock()
 	already := sess.subs[uri]
+	if sess.subs == nil {
+		sess.subs = map[string]bool{}
+	}
 	sess.subs[uri] = true
 	sess.mu.Unlock()
 	if already {

@@ -101,7 +101,8 @@ type session struct {
 	wait time.Duration
 	// samples is set when the client declared the sampling capability.
 	samples bool
-	// subs holds the resource URIs the session subscribed to.
+	// subs holds the resource URIs the session subscribed to. It and used are made on first
+	// use: most sessions subscribe to nothing, and many never unlock anything.
 	subs map[string]bool
 	// calls counts the session's tool calls in flight upstream (Options.MaxCalls).
 	calls int
@@ -153,7 +154,7 @@ func (s *Server) session(id string) *session {
 	defer s.sessionsMu.Unlock()
 	sess, ok := s.sessions[id]
 	if !ok {
-		sess = &session{id: id, used: map[string]int64{}, listed: make(chan struct{}), holds: true, subs: map[string]bool{}}
+		sess = &session{id: id, listed: make(chan struct{}), holds: true}
 		s.sessions[id] = sess
 	}
 	return sess
@@ -187,7 +188,7 @@ func (s *Server) sessionFrom(ctx context.Context) *session {
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		return s.session(cs.SessionID())
 	}
-	return &session{used: map[string]int64{}, listed: make(chan struct{})}
+	return &session{listed: make(chan struct{})}
 }
 
 // unlock makes names, best first, visible to sess (step 1), and counts them used. It
@@ -201,6 +202,9 @@ func (s *Server) unlock(sess *session, cat *upstream.Catalog, names []string, ma
 		if t, ok := cat.Lookup(n); ok && !t.AlwaysLoad {
 			open = append(open, n)
 		}
+	}
+	if sess.used == nil && len(open) > 0 {
+		sess.used = map[string]int64{}
 	}
 	for _, n := range open {
 		if _, ok := sess.used[n]; !ok {
