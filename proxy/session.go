@@ -48,7 +48,8 @@ import (
 //     its output) the list counts only once its response has been written: the response and
 //     the tool_search result are written by different goroutines, and the client must read
 //     them in that order. responseWatcher sees the response go out and looks up whose it was
-//     in Server.lists. Other transports count the list as soon as it is built.
+//     in its connection's pendingLists, by the response's id alone. Other transports count
+//     the list as soon as it is built.
 //  5. markListed: if the list has every unlock so far (its version is the latest), close
 //     listed and replace it with a fresh channel. That releases the held tool_search.
 //
