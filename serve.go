@@ -70,7 +70,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion(), MaxCalls: cfg.MaxCalls,
 		MaxUnlocked: cfg.MaxUnlocked, ListAllUnder: cfg.ListAllUnder, Groups: cfg.Groups, Embeddings: emb,
 		Sampling: cfg.Search.Sampling == config.SamplingAuto})
-	defer srv.Close() // after the pool's Close (deferred first): waits for an index build in progress
+	defer srv.Close() // waits for an index build in progress; runs before the pool closes
 	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
 	if addr := cmp.Or(*listen, cfg.HTTP.Listen); addr != "" {
 		return serveHTTP(ctx, srv, cfg.HTTP, addr, log)
