@@ -385,26 +385,33 @@ func TestServerThatStopsReading(t *testing.T) {
 // TestSIGTERMAnswersEveryRequest: requests sent before SIGTERM all get an answer, those in
 // flight their results, however many are queued.
 func TestSIGTERMAnswersEveryRequest(t *testing.T) {
-	c := proxy(t, "maxCalls: 200\nconcurrency: 200\nmcpServers:"+githubFixture(t, ""))
-	c.search("select:github__progress", 1)
+	// hang never answers: each call ends at callTimeout, so every one is still under way
+	// when the signal comes, and 50 of them wait for a worker.
+	c := proxy(t, "maxCalls: 200\nconcurrency: 200\ncallTimeout: 2s\nmcpServers:"+githubFixture(t, ""))
+	c.search("select:github__hang", 1)
 	const n = 150
-	answers := make(chan message, n)
-	for range n {
-		go func() {
-			m, err := c.tryRequest("tools/call", map[string]any{"name": "github__progress", "arguments": map[string]any{"steps": 40}}, 30*time.Second)
-			if err == nil {
-				answers <- m
-			} else {
-				answers <- message{}
-			}
-		}()
+	answers := make([]chan message, n)
+	c.mu.Lock()
+	for i := range answers {
+		answers[i] = make(chan message, 1)
+		c.waiting[fmt.Sprintf(`"hang-%d"`, i)] = answers[i]
 	}
-	time.Sleep(300 * time.Millisecond) // the calls are sent and under way
+	c.mu.Unlock()
+	for i := range n {
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"hang-%d","method":"tools/call","params":{"name":"github__hang","arguments":{}}}`, i))
+	}
+	// toolsift reads its input in order: once the ping is answered, every call was read. A
+	// request still in the pipe when the signal comes is not one toolsift took on.
+	c.request("ping", nil)
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	got := 0
-	for range n {
-		if m := <-answers; m.Result != nil || m.Error != nil {
-			got++
+	for _, ch := range answers {
+		select {
+		case m := <-ch:
+			if m.Result != nil || m.Error != nil {
+				got++
+			}
+		case <-time.After(30 * time.Second):
 		}
 	}
 	if got != n {
