@@ -85,10 +85,10 @@ func (s *server) loadCached() {
 		}
 		return
 	}
-	s.tools, s.prompts, s.resources = s.toolsFrom(e.Tools), s.promptsFrom(e.Prompts), e.Resources
+	s.part = part{tools: s.toolsFrom(e.Tools), prompts: s.promptsFrom(e.Prompts), resources: e.Resources}
 	s.info, s.summary, s.cached = e.Info, e.Info.Summary, e.Saved
 	s.attemptedOnce.Do(func() { close(s.attempted) })
-	s.log.Debug("catalog from cache", "tools", len(s.tools), "saved", e.Saved)
+	s.log.Debug("catalog from cache", "tools", len(s.part.tools), "saved", e.Saved)
 }
 
 // save replaces the server's cache entry with what it just listed.

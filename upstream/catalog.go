@@ -1,5 +1,7 @@
 package upstream
 
+import "time"
+
 // Catalog is an immutable snapshot of every upstream tool, prompt and resource, in
 // configuration order.
 type Catalog struct {
@@ -11,15 +13,46 @@ type Catalog struct {
 
 // NewCatalog makes a catalog of tools whose Exposed names are set, renaming any that collide.
 func NewCatalog(tools []Tool) *Catalog {
-	c := &Catalog{byName: make(map[string]int, len(tools))}
-	for _, t := range tools {
-		// Two servers with an empty prefix, or a hashed name meeting a real one, can
-		// produce the same exposed name; the later tool gets a name of its own.
-		if _, taken := c.byName[t.Exposed]; taken {
-			t.Exposed = hashed(t.Server + "/" + t.Exposed)
+	return merge([]part{{tools: tools}})
+}
+
+// part is one server's share of a catalog: its tools and prompts, their exposed names set,
+// and its resources. A server makes a new part each time it lists (or reads the cache), and
+// never changes one after, so that every catalog built while it stands shares it and no build
+// computes a name again.
+type part struct {
+	tools     []Tool
+	prompts   []Prompt
+	resources []Resource
+}
+
+// merge makes a catalog of the parts, in order. Where two tools' exposed names collide (two
+// servers with an empty prefix, or a hashed name meeting a real one), the later tool gets a
+// name of its own. It costs a copy of the tools and a map of their names: what the servers
+// parsed and named is reused as it is.
+func merge(parts []part) *Catalog {
+	var tools, prompts, resources int
+	for _, pt := range parts {
+		tools, prompts, resources = tools+len(pt.tools), prompts+len(pt.prompts), resources+len(pt.resources)
+	}
+	c := &Catalog{
+		Tools:     make([]Tool, 0, tools),
+		Prompts:   make([]Prompt, 0, prompts),
+		Resources: make([]Resource, 0, resources),
+		byName:    make(map[string]int, tools),
+	}
+	for _, pt := range parts {
+		first := len(c.Tools)
+		c.Tools = append(c.Tools, pt.tools...)
+		for i := first; i < len(c.Tools); i++ {
+			t := &c.Tools[i]
+			if _, taken := c.byName[t.Exposed]; taken {
+				t.Exposed = hashed(t.Server + "/" + t.Exposed)
+			}
+			c.byName[t.Exposed] = i
 		}
-		c.byName[t.Exposed] = len(c.Tools)
-		c.Tools = append(c.Tools, t)
+		c.Prompts = append(c.Prompts, pt.prompts...)
+		c.Resources = append(c.Resources, pt.resources...)
 	}
 	return c
 }
@@ -36,46 +69,61 @@ func (c *Catalog) Lookup(exposed string) (Tool, bool) {
 // Catalog returns the current catalog. It is immutable; later changes make a new one.
 func (p *Pool) Catalog() *Catalog { return p.catalog.Load() }
 
-// rebuild replaces the catalog from the servers' current tools and reports the change. The
-// servers call it, holding no lock, after their lists change.
+// Pacing of catalog builds in a burst of changes (see rebuild): a build that follows another
+// within buildPace times what the last build and its OnChange took waits out the rest, but
+// never more than maxBuildWait. Building and telling OnChange then take at most a fifth of the
+// time while servers come up together, however many there are, and a lone change is built at
+// once.
+const (
+	buildPace    = 4
+	maxBuildWait = 100 * time.Millisecond
+)
+
+// rebuild makes the catalog take in the servers' current lists, and returns once the stored
+// catalog has them. A server calls it, holding no lock, after its lists change.
+//
+// Changes that come together share a build: while one is made, the servers that change wait
+// for rebuildMu, and the first to take it builds for them all, after waiting out the pace
+// (see buildPace); the others find their change in and return. OnChange is called once a
+// build.
 func (p *Pool) rebuild() {
+	change := p.changes.Add(1)
 	p.rebuildMu.Lock()
+	if p.built >= change {
+		// A build that began after this change took it in.
+		p.rebuildMu.Unlock()
+		return
+	}
+	if wait := time.Until(p.nextBuild); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-p.ctx.Done():
+			t.Stop()
+		}
+	}
+	// Every change counted by now had its lists stored before it was counted.
+	upTo := p.changes.Load()
+	start := time.Now()
 	p.catalog.Store(p.buildCatalog())
+	p.built = upTo
+	took := time.Since(start) + time.Duration(p.onChangeCost.Load())
+	p.nextBuild = time.Now().Add(min(buildPace*took, maxBuildWait))
 	p.rebuildMu.Unlock()
 	if p.onChange != nil {
+		start := time.Now()
 		p.onChange()
+		p.onChangeCost.Store(int64(time.Since(start)))
 	}
 }
 
-// buildCatalog makes a catalog of the servers' current tools, prompts and resources.
+// buildCatalog makes a catalog of the servers' current parts.
 func (p *Pool) buildCatalog() *Catalog {
-	var lists [][]Tool
-	var prompts []Prompt
-	var resources []Resource
-	for _, s := range p.servers {
+	parts := make([]part, len(p.servers))
+	for i, s := range p.servers {
 		s.mu.Lock()
-		lists = append(lists, s.tools)
-		for _, pr := range s.prompts {
-			pr.Exposed = ExposedName(s.cfg.Prefix, pr.Name)
-			prompts = append(prompts, pr)
-		}
-		resources = append(resources, s.resources...)
+		parts[i] = s.part
 		s.mu.Unlock()
 	}
-	cat := NewCatalog(p.prefixed(lists))
-	cat.Prompts, cat.Resources = prompts, resources
-	return cat
-}
-
-// prefixed flattens per-server tool lists, setting exposed names.
-func (p *Pool) prefixed(lists [][]Tool) []Tool {
-	var all []Tool
-	for i, tools := range lists {
-		prefix := p.servers[i].cfg.Prefix
-		for _, t := range tools {
-			t.Exposed = ExposedName(prefix, t.Name)
-			all = append(all, t)
-		}
-	}
-	return all
+	return merge(parts)
 }

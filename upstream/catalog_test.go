@@ -1,6 +1,15 @@
 package upstream
 
-import "testing"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolsift/toolsift/config"
+)
 
 func TestCatalogCollisions(t *testing.T) {
 	cat := NewCatalog([]Tool{
@@ -15,5 +24,112 @@ func TestCatalogCollisions(t *testing.T) {
 	}
 	if again := NewCatalog([]Tool{{Server: "a", Name: "x", Exposed: "x"}, {Server: "b", Name: "x", Exposed: "x"}}); again.Tools[1].Exposed != cat.Tools[1].Exposed {
 		t.Error("collision renaming is not deterministic")
+	}
+}
+
+// TestCollisionsFollowRelists: a server's re-list is merged with the other servers' parts as
+// they stand, and the collision rule still holds: the earlier server in the configuration
+// keeps a shared name, and the later one has it back once the earlier one drops it.
+func TestCollisionsFollowRelists(t *testing.T) {
+	a := &fakeConn{tools: []json.RawMessage{rawTool("x"), rawTool("y")}}
+	b := &fakeConn{tools: []json.RawMessage{rawTool("x")}}
+	var notifyA atomic.Value
+	pool := NewPool([]config.Server{{Name: "a"}, {Name: "b"}}, Options{
+		RelistInterval: time.Millisecond,
+		Dial: func(_ context.Context, srv config.Server, _ *Tail, n Notify, _ Peer) (Conn, Info, error) {
+			if srv.Name == "a" {
+				notifyA.Store(n)
+				return a, Info{}, nil
+			}
+			return b, Info{}, nil
+		},
+	})
+	defer pool.Close()
+	pool.Start(Hooks{})
+	waitFor(t, "both servers", func() bool { return len(pool.Catalog().Tools) == 3 })
+	owner := func() string {
+		tool, _ := pool.Catalog().Lookup("x")
+		return tool.Server
+	}
+	renamed := hashed("b/x")
+	if got := owner(); got != "a" {
+		t.Fatalf("x is %q's, want a's", got)
+	}
+	if tool, ok := pool.Catalog().Lookup(renamed); !ok || tool.Server != "b" || tool.Name != "x" {
+		t.Fatalf("Lookup(%q) = %+v, %v, want b's x", renamed, tool, ok)
+	}
+	for i, list := range [][]json.RawMessage{{rawTool("y")}, {rawTool("x"), rawTool("y")}} {
+		a.mu.Lock()
+		a.tools = list
+		a.mu.Unlock()
+		notifyA.Load().(Notify)("notifications/tools/list_changed", nil)
+		want := []string{"b", "a"}[i]
+		waitFor(t, "x to be "+want+"'s", func() bool { return owner() == want })
+		_, ok := pool.Catalog().Lookup(renamed)
+		if ok != (want == "a") {
+			t.Errorf("after a listed %d tools: Lookup(%q) found = %v", len(list), renamed, ok)
+		}
+		if n := len(pool.Catalog().Tools); n != len(list)+1 {
+			t.Errorf("after a listed %d tools: %d in the catalog", len(list), n)
+		}
+	}
+}
+
+// TestBurstsShareBuilds: servers that connect together share catalog builds, and OnChange
+// calls, rather than costing one each; every one of them is in the catalog once they have
+// connected.
+func TestBurstsShareBuilds(t *testing.T) {
+	const n = 40
+	var servers []config.Server
+	for i := range n {
+		name := fmt.Sprintf("s%d", i)
+		servers = append(servers, config.Server{Name: name, Prefix: name})
+	}
+	release := make(chan struct{})
+	pool := NewPool(servers, Options{
+		Dial: func(context.Context, config.Server, *Tail, Notify, Peer) (Conn, Info, error) {
+			<-release
+			return &fakeConn{tools: []json.RawMessage{rawTool("t"), rawTool("u")}}, Info{}, nil
+		},
+	})
+	defer pool.Close()
+	var changes atomic.Int32
+	pool.Start(Hooks{OnChange: func() {
+		changes.Add(1)
+		time.Sleep(2 * time.Millisecond) // what a proxy makes of a change
+	}})
+	close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if pending := pool.WaitStarted(ctx); len(pending) > 0 {
+		t.Fatalf("pending: %v", pending)
+	}
+	if got := len(pool.Catalog().Tools); got != 2*n {
+		t.Errorf("%d tools once every server connected, want %d", got, 2*n)
+	}
+	if got := changes.Load(); got > n/4 {
+		t.Errorf("%d catalog changes for %d servers connecting together, want at most %d", got, n, n/4)
+	}
+}
+
+// TestLoneChangeIsNotHeldBack: a change after a quiet moment is built at once, however long
+// the builds of a burst are spaced.
+func TestLoneChangeIsNotHeldBack(t *testing.T) {
+	conn := &fakeConn{tools: []json.RawMessage{rawTool("a")}}
+	pool := NewPool([]config.Server{{Name: "s", Prefix: "s"}}, Options{
+		Dial: func(context.Context, config.Server, *Tail, Notify, Peer) (Conn, Info, error) {
+			return conn, Info{}, nil
+		},
+	})
+	defer pool.Close()
+	// A slow OnChange spaces the builds of a burst by maxBuildWait.
+	pool.Start(Hooks{OnChange: func() { time.Sleep(maxBuildWait / buildPace) }})
+	waitFor(t, "connection", func() bool { return len(pool.Catalog().Tools) == 1 })
+	pool.rebuild() // now OnChange is known to be slow
+	time.Sleep(maxBuildWait)
+	start := time.Now()
+	pool.rebuild()
+	if took := time.Since(start) - maxBuildWait/buildPace; took > maxBuildWait/2 {
+		t.Errorf("a lone change waited %v for its build", took)
 	}
 }

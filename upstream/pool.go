@@ -3,7 +3,9 @@
 //
 // A Pool runs a supervisor goroutine per server, which connects, lists the server's tools,
 // prompts and resources, and reconnects with back-off; the pool routes calls to the servers
-// and keeps an immutable Catalog of what they list, made anew whenever a list changes.
+// and keeps an immutable Catalog of what they list, made anew whenever a list changes: each
+// server names its own tools once a list, and a new catalog is merged from those parts, one
+// for many changes that come together.
 package upstream
 
 import (
@@ -109,11 +111,19 @@ type Pool struct {
 	// onChange is Hooks.OnChange, set by Start before any server can change the catalog.
 	onChange func()
 
-	// rebuildMu serializes building and storing the catalog: two servers that connect at
-	// once each build one, and the older build must not be stored last. Reading the
-	// catalog takes no lock.
-	rebuildMu sync.Mutex
-	catalog   atomic.Pointer[Catalog]
+	// catalog is the current catalog, read without a lock and replaced whole (see rebuild).
+	catalog atomic.Pointer[Catalog]
+	// changes counts the calls to rebuild, each made after a server's part changed.
+	changes atomic.Uint64
+	// onChangeCost is how long the last call to onChange took, in nanoseconds.
+	onChangeCost atomic.Int64
+
+	// rebuildMu is held while a catalog is built and stored, so that builds are made one
+	// at a time, each from parts no older than the last's: two servers that connect at
+	// once each ask for one, and an older build must never be stored last.
+	rebuildMu sync.Mutex // guards the fields below
+	built     uint64     // how many changes the stored catalog has taken in
+	nextBuild time.Time  // a build before it waits until then (see buildPace)
 }
 
 // NewPool returns a pool for the given servers. Call Start to connect.
@@ -224,7 +234,7 @@ func (p *Pool) Statuses() []Status {
 	out := make([]Status, 0, len(p.servers))
 	for _, s := range p.servers {
 		s.mu.Lock()
-		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.tools), Summary: s.summary, Err: s.lastErr, Cached: s.cached}
+		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.part.tools), Summary: s.summary, Err: s.lastErr, Cached: s.cached}
 		if s.cfg.Description != "" {
 			st.Summary = s.cfg.Description
 		}

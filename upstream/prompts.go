@@ -36,15 +36,16 @@ func (s *server) listExtras(ctx context.Context, conn Conn, info Info) ([]Prompt
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !promptsOK {
-		prompts = s.prompts
+		prompts = s.part.prompts
 	}
 	if !resourcesOK {
-		resources = s.resources
+		resources = s.part.resources
 	}
 	return prompts, resources
 }
 
-// promptsFrom turns the server's raw prompts, listed or cached, into catalog prompts.
+// promptsFrom turns the server's raw prompts, listed or cached, into catalog prompts, named
+// as its tools are.
 func (s *server) promptsFrom(raws []json.RawMessage) []Prompt {
 	var prompts []Prompt
 	for _, raw := range raws {
@@ -52,7 +53,7 @@ func (s *server) promptsFrom(raws []json.RawMessage) []Prompt {
 			Name string `json:"name"`
 		}
 		if json.Unmarshal(raw, &pr) == nil && pr.Name != "" {
-			prompts = append(prompts, Prompt{Server: s.cfg.Name, Name: pr.Name, Raw: raw})
+			prompts = append(prompts, Prompt{Server: s.cfg.Name, Name: pr.Name, Exposed: ExposedName(s.cfg.Prefix, pr.Name), Raw: raw})
 		}
 	}
 	return prompts

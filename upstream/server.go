@@ -26,8 +26,8 @@ type shared struct {
 	cachedStartDelay time.Duration // not positive: no delay
 	// starting holds a token for each stdio connection attempt under way (see MaxStarting).
 	starting chan struct{}
-	// rebuild remakes the pool's catalog from every server's lists. A server calls it,
-	// holding no lock, after its own lists change.
+	// rebuild makes the pool's catalog take in the server's new part. A server calls it,
+	// holding no lock, after its part changes; it returns once the catalog has it.
 	rebuild func()
 }
 
@@ -62,21 +62,21 @@ type server struct {
 	// wake asks the connection loop for a connection now: a caller is waiting.
 	wake chan struct{}
 
-	mu        sync.Mutex        // guards the fields below
-	callers   []context.Context // requests in flight, oldest first
-	lastUsed  time.Time         // when a request last started or ended
-	subs      map[string]bool   // URIs of the resource subscriptions held upstream
-	conn      Conn
-	info      Info
-	state     State
-	lastErr   error
-	failures  int // connection attempts that failed, ever
-	connects  int // connections made, ever
-	summary   string
-	tools     []Tool
-	prompts   []Prompt
-	resources []Resource
-	cached    time.Time // when the cache entry in use was written; zero without one
+	mu       sync.Mutex        // guards the fields below
+	callers  []context.Context // requests in flight, oldest first
+	lastUsed time.Time         // when a request last started or ended
+	subs     map[string]bool   // URIs of the resource subscriptions held upstream
+	conn     Conn
+	info     Info
+	state    State
+	lastErr  error
+	failures int // connection attempts that failed, ever
+	connects int // connections made, ever
+	summary  string
+	// part is what the server last listed, or the cache had. It is replaced whole, never
+	// changed, since catalogs share it; the pool is told with shared.rebuild.
+	part   part
+	cached time.Time // when the cache entry in use was written; zero without one
 	// changed is closed, and replaced, whenever state, conn or failures change.
 	changed chan struct{}
 }

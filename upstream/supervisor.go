@@ -158,7 +158,7 @@ func (s *server) connect(ctx context.Context) error {
 	s.info, s.lastErr, s.summary, s.lastUsed = info, nil, info.Summary, time.Now()
 	s.connects++
 	restarts := s.connects - 1
-	s.tools, s.prompts, s.resources = tools, prompts, resources
+	s.part = part{tools: tools, prompts: prompts, resources: resources}
 	s.setLocked(StateConnected, conn)
 	s.mu.Unlock()
 	s.log.Info("upstream connected", "tools", len(tools), "duration_ms", time.Since(start).Milliseconds(), "restarts", restarts)
@@ -176,7 +176,7 @@ func (s *server) list(ctx context.Context, conn Conn) ([]Tool, []json.RawMessage
 }
 
 // toolsFrom turns the server's raw tools, listed or cached, into catalog tools, applying its
-// configuration.
+// configuration and naming them (see ExposedName).
 func (s *server) toolsFrom(raws []json.RawMessage) []Tool {
 	tools := make([]Tool, 0, len(raws))
 	for _, raw := range raws {
@@ -188,7 +188,7 @@ func (s *server) toolsFrom(raws []json.RawMessage) []Tool {
 		if !s.cfg.Allowed(t.Name) {
 			continue
 		}
-		t.Server = s.cfg.Name
+		t.Server, t.Exposed = s.cfg.Name, ExposedName(s.cfg.Prefix, t.Name)
 		if len(t.Repairs) > 0 && !s.repairsLogged[t.Name] {
 			s.repairsLogged[t.Name] = true
 			s.log.Info("upstream tool schema repaired", "tool", t.Name, "repairs", t.Repairs)
@@ -265,7 +265,7 @@ func (s *server) serve(ctx context.Context) error {
 			}
 			s.save(info, raws, prompts, resources)
 			s.mu.Lock()
-			s.tools, s.prompts, s.resources = tools, prompts, resources
+			s.part = part{tools: tools, prompts: prompts, resources: resources}
 			s.mu.Unlock()
 			s.log.Info("upstream tools changed", "tools", len(tools))
 			s.shared.rebuild()
