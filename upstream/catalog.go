@@ -69,14 +69,14 @@ func (c *Catalog) Lookup(exposed string) (Tool, bool) {
 // Catalog returns the current catalog. It is immutable; later changes make a new one.
 func (p *Pool) Catalog() *Catalog { return p.catalog.Load() }
 
-// Pacing of catalog builds in a burst of changes (see rebuild): a build that follows another
-// within buildPace times what the last build and its OnChange took waits out the rest, but
-// never more than maxBuildWait. Building and telling OnChange then take at most a fifth of the
-// time while servers come up together, however many there are, and a lone change is built at
-// once.
+// Pacing of catalog builds in a stream of changes (see rebuild): a build that would follow
+// the last one sooner than buildPace times what that build and its OnChange took waits out
+// the rest, but never more than maxBuildWait. Building, and whatever OnChange makes of each
+// catalog, then take about a seventeenth of the time while servers keep coming up, however
+// many there are and however fast they come; a change after a quiet moment is built at once.
 const (
-	buildPace    = 4
-	maxBuildWait = 100 * time.Millisecond
+	buildPace    = 16
+	maxBuildWait = 250 * time.Millisecond
 )
 
 // rebuild makes the catalog take in the servers' current lists, and returns once the stored

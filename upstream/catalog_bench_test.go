@@ -84,8 +84,9 @@ func benchCatalogs(b *testing.B) []benchCatalog {
 
 // benchPool returns a pool of n stdio servers, each serving the catalogs in turn under a name
 // and prefix of its own, the connections their dials return, and how many tools they list.
-// RelistInterval is 1µs, so that a benchmark can re-list one server without end.
-func benchPool(cats []benchCatalog, n int, onChange func()) (*Pool, map[string]*benchConn, map[string]Notify, int) {
+// Each takes startDelay to start. RelistInterval is 1µs, so that a benchmark can re-list
+// one server without end.
+func benchPool(cats []benchCatalog, n int, startDelay time.Duration, onChange func()) (*Pool, map[string]*benchConn, map[string]Notify, int) {
 	var servers []config.Server
 	conns := map[string]*benchConn{}
 	tools := 0
@@ -100,7 +101,14 @@ func benchPool(cats []benchCatalog, n int, onChange func()) (*Pool, map[string]*
 	notify := map[string]Notify{}
 	pool := NewPool(servers, Options{
 		RelistInterval: time.Microsecond,
-		Dial: func(_ context.Context, srv config.Server, _ *Tail, n Notify, _ Peer) (Conn, Info, error) {
+		Dial: func(ctx context.Context, srv config.Server, _ *Tail, n Notify, _ Peer) (Conn, Info, error) {
+			if startDelay > 0 {
+				select {
+				case <-time.After(startDelay):
+				case <-ctx.Done():
+					return nil, Info{}, ctx.Err()
+				}
+			}
 			mu.Lock()
 			notify[srv.Name] = n
 			mu.Unlock()
@@ -116,44 +124,49 @@ func benchPool(cats []benchCatalog, n int, onChange func()) (*Pool, map[string]*
 	return pool, conns, notify, tools
 }
 
-// BenchmarkConnect measures what it costs the pool to connect 41, 182 and 365 servers at
-// once, each listing one of the public catalogs (1,142 tools per 41 servers): from NewPool
-// until every server is connected and in the catalog. cpu-ms is the process's CPU time, on
-// every core and with the garbage collector; changes is how many times OnChange was called.
+// BenchmarkConnect measures what it costs the pool to connect 41, 182 and 365 servers, each
+// listing one of the public catalogs (1,142 tools per 41 servers): from NewPool until every
+// server is connected and in the catalog. The servers start at once (start=0), or take 20ms
+// each to start, eight at a time (MaxStarting), as stdio servers do, so that they connect
+// in a stream rather than all together. cpu-ms is the process's CPU time, on every core and
+// with the garbage collector; changes is how many times OnChange was called, each of which
+// costs a proxy a look at the catalog.
 func BenchmarkConnect(b *testing.B) {
 	cats := benchCatalogs(b)
 	for _, n := range []int{41, 182, 365} {
-		b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			var cpu time.Duration
-			var changes int
-			for range b.N {
-				b.StopTimer()
-				runtime.GC()
-				var calls int
-				var mu sync.Mutex
-				onChange := func() { mu.Lock(); calls++; mu.Unlock() }
-				start := cpuTime()
-				b.StartTimer()
-				pool, _, _, tools := benchPool(cats, n, onChange)
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				pending := pool.WaitStarted(ctx)
-				cancel()
-				got := len(pool.Catalog().Tools)
-				b.StopTimer()
-				cpu += cpuTime() - start
-				mu.Lock()
-				changes += calls
-				mu.Unlock()
-				pool.Close()
-				if len(pending) > 0 || got != tools {
-					b.Fatalf("%d tools in the catalog, want %d (pending %v)", got, tools, pending)
+		for _, delay := range []time.Duration{0, 20 * time.Millisecond} {
+			b.Run(fmt.Sprintf("servers=%d/start=%v", n, delay), func(b *testing.B) {
+				b.ReportAllocs()
+				var cpu time.Duration
+				var changes int
+				for range b.N {
+					b.StopTimer()
+					runtime.GC()
+					var calls int
+					var mu sync.Mutex
+					onChange := func() { mu.Lock(); calls++; mu.Unlock() }
+					start := cpuTime()
+					b.StartTimer()
+					pool, _, _, tools := benchPool(cats, n, delay, onChange)
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					pending := pool.WaitStarted(ctx)
+					cancel()
+					got := len(pool.Catalog().Tools)
+					b.StopTimer()
+					cpu += cpuTime() - start
+					mu.Lock()
+					changes += calls
+					mu.Unlock()
+					pool.Close()
+					if len(pending) > 0 || got != tools {
+						b.Fatalf("%d tools in the catalog, want %d (pending %v)", got, tools, pending)
+					}
+					b.StartTimer()
 				}
-				b.StartTimer()
-			}
-			b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
-			b.ReportMetric(float64(changes)/float64(b.N), "changes/op")
-		})
+				b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(changes)/float64(b.N), "changes/op")
+			})
+		}
 	}
 }
 
@@ -161,7 +174,7 @@ func BenchmarkConnect(b *testing.B) {
 // of 365 servers and 10,000 tools: from its list_changed until the catalog has the change.
 func BenchmarkRelist(b *testing.B) {
 	changed := make(chan struct{}, 1)
-	pool, conns, notify, tools := benchPool(benchCatalogs(b), 365, func() {
+	pool, conns, notify, tools := benchPool(benchCatalogs(b), 365, 0, func() {
 		select {
 		case changed <- struct{}{}:
 		default:

@@ -49,6 +49,11 @@ func (s *server) run(ctx context.Context) {
 			s.log.Info("upstream starting on demand")
 		}
 		err := s.connect(ctx)
+		if err == nil {
+			// Not in connect, which holds a start slot (see MaxStarting): a build may
+			// wait for others to join it.
+			s.shared.rebuild()
+		}
 		if err != nil && ctx.Err() == nil {
 			if why := explain(s.stderr.String()); why != "" {
 				err = fmt.Errorf("%w; stderr: %s", err, why)
@@ -103,7 +108,7 @@ func (s *server) pause(ctx context.Context, wait time.Duration) bool {
 }
 
 // connect makes one connection attempt, within the server's startupTimeout, and lists the
-// server's tools, prompts and resources.
+// server's tools, prompts and resources. The caller tells the pool of the new part.
 func (s *server) connect(ctx context.Context) error {
 	if s.cfg.Type == config.TypeStdio {
 		select {
@@ -162,7 +167,6 @@ func (s *server) connect(ctx context.Context) error {
 	s.setLocked(StateConnected, conn)
 	s.mu.Unlock()
 	s.log.Info("upstream connected", "tools", len(tools), "duration_ms", time.Since(start).Milliseconds(), "restarts", restarts)
-	s.shared.rebuild()
 	return nil
 }
 
