@@ -262,6 +262,30 @@ type RPCError struct {
 // Error says the error's code and message.
 func (e *RPCError) Error() string { return fmt.Sprintf("error %d: %s", e.Code, e.Message) }
 
+// listPage is one page of a list result, its items kept as the server sent them.
+type listPage struct {
+	Tools             []json.RawMessage `json:"tools"`
+	Prompts           []json.RawMessage `json:"prompts"`
+	Resources         []json.RawMessage `json:"resources"`
+	ResourceTemplates []json.RawMessage `json:"resourceTemplates"`
+	NextCursor        json.RawMessage   `json:"nextCursor"`
+}
+
+// list returns the page's items of the named list.
+func (p *listPage) list(field string) []json.RawMessage {
+	switch field {
+	case "tools":
+		return p.Tools
+	case "prompts":
+		return p.Prompts
+	case "resources":
+		return p.Resources
+	case "resourceTemplates":
+		return p.ResourceTemplates
+	}
+	panic("upstream: no list " + field)
+}
+
 // listPages returns every item of a paginated list (tools/list, prompts/list, …), following
 // cursors, each exactly as the server sent it. field names the result's array.
 func listPages(ctx context.Context, c Conn, method, field string) ([]json.RawMessage, error) {
@@ -277,18 +301,23 @@ func listPages(ctx context.Context, c Conn, method, field string) ([]json.RawMes
 		if err != nil {
 			return nil, err
 		}
-		var page map[string]json.RawMessage
+		// Decoded once: a page is most of what a server sends, and its items are copied
+		// and checked again by whoever parses them.
+		var page listPage
 		if err := json.Unmarshal(raw, &page); err != nil {
-			return nil, fmt.Errorf("%s: decoding result: %w", method, err)
+			var typeErr *json.UnmarshalTypeError
+			switch {
+			case !errors.As(err, &typeErr) || typeErr.Field == "":
+				return nil, fmt.Errorf("%s: decoding result: %w", method, err)
+			case typeErr.Field == field:
+				return nil, fmt.Errorf("%s: decoding %s: %w", method, field, err)
+			}
+			// Another list than the one asked for is no concern of this one.
 		}
-		var list []json.RawMessage
-		if err := json.Unmarshal(page[field], &list); len(page[field]) > 0 && err != nil {
-			return nil, fmt.Errorf("%s: decoding %s: %w", method, field, err)
-		}
-		items = append(items, list...)
+		items = append(items, page.list(field)...)
 		var next string
-		if c := page["nextCursor"]; len(c) > 0 {
-			_ = json.Unmarshal(c, &next)
+		if len(page.NextCursor) > 0 {
+			_ = json.Unmarshal(page.NextCursor, &next)
 		}
 		if next == "" {
 			return items, nil

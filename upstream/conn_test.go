@@ -72,6 +72,34 @@ func TestConnListToolsFollowsCursors(t *testing.T) {
 	}
 }
 
+// TestListPagesDecodesItsList: a page is decoded once; only the list asked for can make it
+// fail, and whatever else a page holds is no concern of it.
+func TestListPagesDecodesItsList(t *testing.T) {
+	tests := []struct {
+		page  string
+		tools int
+		err   string // in the error; "" for none
+	}{
+		{`{"tools":[{"name":"a"},{"name":"b"}]}`, 2, ""},
+		{`{"tools":[{"name":"a"}],"resources":3,"prompts":{"x":1}}`, 1, ""},
+		{`{"tools":[{"name":"a"}],"nextCursor":5}`, 1, ""},
+		{`{"tools":null}`, 0, ""},
+		{`{}`, 0, ""},
+		{`null`, 0, ""},
+		{`{"tools":"a"}`, 0, "decoding tools"},
+		{`{"tools":{"name":"a"}}`, 0, "decoding tools"},
+		{`[{"name":"a"}]`, 0, "decoding result"},
+		{`{"tools":[{"name":"a"}]`, 0, "decoding result"},
+	}
+	for _, tt := range tests {
+		c := &conn{tr: &fakeTransport{pages: map[string]string{"": tt.page}}}
+		tools, err := listPages(context.Background(), c, "tools/list", "tools")
+		if len(tools) != tt.tools || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("listPages(%s) = %d tools, %v; want %d, %q", tt.page, len(tools), err, tt.tools, tt.err)
+		}
+	}
+}
+
 // TestConnCancelsUpstream checks that a call the caller abandons is cancelled upstream with
 // notifications/cancelled naming the request.
 func TestConnCancelsUpstream(t *testing.T) {

@@ -25,6 +25,14 @@ const maxPropertyLen = 64
 //
 // A schema that needs neither is returned byte for byte.
 func repairSchema(s json.RawMessage) (out json.RawMessage, args map[string]string, repairs []string) {
+	if plainSchema(s) {
+		return s, nil, nil
+	}
+	return repairSchemaFully(s)
+}
+
+// repairSchemaFully is repairSchema without the shortcut for schemas that need nothing.
+func repairSchemaFully(s json.RawMessage) (out json.RawMessage, args map[string]string, repairs []string) {
 	out = objectSchema(s)
 	if !bytes.Equal(out, s) {
 		repairs = append(repairs, `added "type": "object"`)
@@ -81,16 +89,141 @@ func repairSchema(s json.RawMessage) (out json.RawMessage, args map[string]strin
 }
 
 // legalProperty reports whether every client accepts name as a property name.
-func legalProperty(name string) bool {
-	if name == "" || len(name) > maxPropertyLen {
+func legalProperty[T string | []byte](name T) bool {
+	if len(name) == 0 || len(name) > maxPropertyLen {
 		return false
 	}
-	for _, r := range name {
-		if !isLegal(r) && r != '.' {
+	// Byte by byte: a byte of a character outside ASCII is no more legal than the character.
+	for i := range len(name) {
+		if c := name[i]; !isLegal(rune(c)) && c != '.' {
 			return false
 		}
 	}
 	return true
+}
+
+// plainSchema reports whether repairSchema would return s as it is, in one pass that
+// allocates nothing, which is what most schemas need: s is a JSON object with a "type"
+// member whose "properties", if it has them, all have legal names. Whatever it is unsure of
+// (a name with an escape in it, "properties" twice or not an object, s not JSON) it reports
+// false, leaving repairSchema to decode s.
+func plainSchema(s []byte) bool {
+	i := skipSpace(s, 0)
+	if i == len(s) || s[i] != '{' {
+		return false
+	}
+	typed, props := false, false
+	ok := eachMember(s, i, func(key []byte, value int) bool {
+		switch string(key) {
+		case "type":
+			typed = true
+		case "properties":
+			if props || s[value] != '{' {
+				return false
+			}
+			props = true
+			return eachMember(s, value, func(name []byte, _ int) bool { return legalProperty(name) })
+		}
+		return true
+	})
+	return ok && typed
+}
+
+// eachMember calls f with the name of each member of the JSON object at s[i], and where its
+// value starts, until f returns false. It reports false if f did, or if a name has an escape
+// in it, or if the object ends early. It checks little else: s should be valid JSON.
+func eachMember(s []byte, i int, f func(key []byte, value int) bool) bool {
+	i++ // {
+	for {
+		i = skipSpace(s, i)
+		if i == len(s) {
+			return false
+		}
+		switch s[i] {
+		case '}':
+			return true
+		case ',':
+			i++
+			continue
+		case '"':
+		default:
+			return false
+		}
+		end := skipString(s, i)
+		if end < 0 || bytes.IndexByte(s[i:end], '\\') >= 0 {
+			return false
+		}
+		key := s[i+1 : end-1]
+		i = skipSpace(s, end)
+		if i == len(s) || s[i] != ':' {
+			return false
+		}
+		i = skipSpace(s, i+1)
+		if i == len(s) || !f(key, i) {
+			return false
+		}
+		if i = skipValue(s, i); i < 0 {
+			return false
+		}
+	}
+}
+
+// skipSpace returns the index of the first byte at or after i that is not JSON whitespace.
+func skipSpace(s []byte, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the JSON string that starts at s[i], or -1 if it
+// does not end.
+func skipString(s []byte, i int) int {
+	for i++; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// skipValue returns the index just past the JSON value that starts at s[i], or -1 if it
+// does not end.
+func skipValue(s []byte, i int) int {
+	depth := 0
+	for i < len(s) {
+		switch s[i] {
+		case '"':
+			if i = skipString(s, i); i < 0 {
+				return -1
+			}
+			if depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // the end of a number, true, false or null
+			}
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+	}
+	if depth == 0 {
+		return i // a number, true, false or null that ends s
+	}
+	return -1
 }
 
 // safeProperty makes a legal property name from name, unlike any in taken.

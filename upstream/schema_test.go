@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -98,4 +100,94 @@ func TestObjectSchema(t *testing.T) {
 			t.Errorf("objectSchema(%q) = %q is not JSON", tt.in, got)
 		}
 	}
+}
+
+// TestPlainSchema: the shortcut passes a schema as it is only where the full repair would
+// change nothing, and it takes most real schemas: every one of the public catalogs' that
+// needs no repair and has no escaped name.
+func TestPlainSchema(t *testing.T) {
+	tests := []struct {
+		in    string
+		plain bool
+	}{
+		{`{"type":"object"}`, true},
+		{` { "type" : "object" , "properties" : { "a" : { "type" : "string" } , "b.c-d_e" : {} } } `, true},
+		{`{"properties":{"a":{}},"type":"object","additionalProperties":false,"x":[1,{"y":null}],"n":-1.5e3,"t":true}`, true},
+		{`{"type":"object","description":"a \"quoted\" } ] brace","properties":{"a":{"description":"\\"}}}`, true},
+		{`{"type":"object","properties":{}}`, true},
+		{`{"properties":{"a":{}}}`, false},                           // no type
+		{`{"type":"object","properties":{"a<":{}}}`, false},          // an illegal name
+		{`{"type":"object","properties":{"a b":{}}}`, false},         // an illegal name
+		{`{"type":"object","properties":{"":{}}}`, false},            // an empty name
+		{`{"type":"object","properties":{"名前":{}}}`, false},          // beyond ASCII
+		{`{"type":"object","properties":{"a\u003c":{}}}`, false},     // escaped: unsure
+		{`{"typ\u0065":"object"}`, false},                            // escaped: unsure
+		{`{"type":"object","properties":[1]}`, false},                // not an object: unsure
+		{`{"type":"object","properties":{},"properties":{}}`, false}, // twice: unsure
+		{`{"type":"object","properties":{"a":{}}`, false},            // cut short
+		{`{"type":`, false},
+		{`{"type"`, false},
+		{`{"type":"obj`, false},
+		{`{`, false},
+		{`null`, false},
+		{``, false},
+		{`[{"type":"object"}]`, false},
+		{`"{\"type\":1}"`, false},
+	}
+	for _, tt := range tests {
+		if got := plainSchema([]byte(tt.in)); got != tt.plain {
+			t.Errorf("plainSchema(%s) = %v, want %v", tt.in, got, tt.plain)
+		}
+		checkPlainSchema(t, []byte(tt.in))
+	}
+
+	files, _ := filepath.Glob("../bench/catalogs/*.json")
+	var schemas, plain int
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct {
+			Tools []struct{ InputSchema json.RawMessage }
+		}
+		if err := json.Unmarshal(data, &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range list.Tools {
+			s := tool.InputSchema
+			schemas++
+			checkPlainSchema(t, s)
+			if plainSchema(s) {
+				plain++
+			} else if out, _, repairs := repairSchemaFully(s); string(out) == string(s) && len(repairs) == 0 && !strings.Contains(string(s), `\u`) {
+				t.Errorf("%s: plainSchema(%.200s) = false for a schema that needs nothing", filepath.Base(f), s)
+			}
+		}
+	}
+	t.Logf("%d of %d schemas of the public catalogs taken as they are at once", plain, schemas)
+}
+
+// checkPlainSchema fails t if plainSchema takes s as it is while the full repair would not.
+func checkPlainSchema(t *testing.T, s []byte) {
+	t.Helper()
+	if !plainSchema(s) {
+		return
+	}
+	if out, args, repairs := repairSchemaFully(s); string(out) != string(s) || args != nil || repairs != nil {
+		t.Errorf("plainSchema(%s) = true, but it repairs to %s (%q)", s, out, repairs)
+	}
+}
+
+func FuzzPlainSchema(f *testing.F) {
+	for _, s := range []string{`{"type":"object","properties":{"a":{}}}`, `{"properties":{"a<":1}}`, `{"type":1,"x":"\\\"","properties":{}}`, `{"type":[1,{"a":"}"}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) {
+		if !json.Valid(s) {
+			plainSchema(s) // must not panic
+			return
+		}
+		checkPlainSchema(t, s)
+	})
 }
