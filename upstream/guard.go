@@ -60,7 +60,9 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 		}
 	}
 	n := copy(p, g.out)
-	g.out = g.out[n:]
+	if g.out = g.out[n:]; len(g.out) == 0 {
+		g.out = nil // else the line, a whole tools/list result maybe, is held until the next
+	}
 	return n, nil
 }
 
