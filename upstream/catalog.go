@@ -70,8 +70,8 @@ func (c *Catalog) Lookup(exposed string) (Tool, bool) {
 func (p *Pool) Catalog() *Catalog { return p.catalog.Load() }
 
 // Pacing of catalog builds in a stream of changes (see rebuild): a build that would follow
-// the last one sooner than buildPace times what that build and its OnChange took waits out
-// the rest, but never more than maxBuildWait. Building, and whatever OnChange makes of each
+// the last one sooner than buildPace times what that build and the last OnChange took waits
+// out the rest, but never more than maxBuildWait. Building, and whatever OnChange makes of each
 // catalog, then take about a seventeenth of the time while servers keep coming up, however
 // many there are and however fast they come; a change after a quiet moment is built at once.
 const (
@@ -102,13 +102,15 @@ func (p *Pool) rebuild() {
 			t.Stop()
 		}
 	}
-	// Every change counted by now had its lists stored before it was counted.
+	// Every change counted by now had its part stored before it was counted.
 	upTo := p.changes.Load()
 	start := time.Now()
-	p.catalog.Store(p.buildCatalog())
+	cat := p.buildCatalog()
+	p.catalog.Store(cat)
+	built := time.Since(start)
+	p.opts.Logger.Debug("catalog built", "tools", len(cat.Tools), "changes", upTo-p.built, "duration_ms", float64(built.Microseconds())/1e3)
 	p.built = upTo
-	took := time.Since(start) + time.Duration(p.onChangeCost.Load())
-	p.nextBuild = time.Now().Add(min(buildPace*took, maxBuildWait))
+	p.nextBuild = time.Now().Add(min(buildPace*(built+time.Duration(p.onChangeCost.Load())), maxBuildWait))
 	p.rebuildMu.Unlock()
 	if p.onChange != nil {
 		start := time.Now()
