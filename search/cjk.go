@@ -57,10 +57,11 @@ func glossesOf(text string, have []string) []gloss {
 func (ix *Index) inCatalog(word string) bool {
 	rs := []rune(word)
 	if len(rs) == 1 {
-		return ix.postings[word] != nil
+		_, ok := ix.terms[word]
+		return ok
 	}
 	for i := 0; i+1 < len(rs); i++ {
-		if ix.postings[string(rs[i:i+2])] == nil {
+		if _, ok := ix.terms[string(rs[i:i+2])]; !ok {
 			return false
 		}
 	}
@@ -81,24 +82,62 @@ func (ix *Index) glossExpansions(g gloss) []weighted {
 				return
 			}
 		}
-		out = append(out, weighted{term, w})
+		out = append(out, weighted{term: term, w: w})
 	}
 	for i, t := range g.terms {
-		own, known := ix.idf[t]
+		td, known := ix.terms[t]
+		own := td.idf
 		for _, e := range ix.expand(t, "") {
-			idf := ix.idf[e.term]
+			idf := ix.terms[e.term].idf
 			if known && e.term != t {
 				idf = min(idf, own)
 			}
 			add(e.term, g.weight*e.weight*idf)
 		}
 		if i+1 < len(g.terms) {
-			if joined := t + g.terms[i+1]; ix.postings[joined] != nil {
-				add(joined, g.weight*ix.idf[joined])
+			if joined, ok := ix.terms[t+g.terms[i+1]]; ok {
+				add(t+g.terms[i+1], g.weight*joined.idf)
 			}
 		}
 	}
 	return out
+}
+
+// glossBound bounds a doc's share of a Chinese word through its English by the sum of the
+// shares its English words would have as query terms: a share is at most the sum of the
+// shares of any split of the expansions (half the best plus half the total is), and
+// glossExpansions merges each word's expansions, keeping an index term's largest weight.
+// It returns the parts of the sum too, to bound the share in each server, or nil if some
+// word's share cannot be bounded by server.
+func (ix *Index) glossBound(g gloss) (float64, []part) {
+	var b float64
+	var parts []part
+	byServer := true
+	for i, t := range g.terms {
+		exps := ix.termExpansions(t, "")
+		switch td, ok := ix.terms[t]; {
+		case ok && td.maxShare > 0: // the same expansions, and weights, as boundShares'
+			b += g.weight * td.maxShare
+			parts = append(parts, part{g.weight, td.shares})
+		case ok && len(exps) == 1: // the term itself
+			b += g.weight * exps[0].w * td.maxBase
+			parts = append(parts, part{g.weight * exps[0].w, td.runs})
+		default:
+			q, _ := ix.qterm(exps, nil)
+			b += g.weight * q.bound
+			byServer = false
+		}
+		if i+1 < len(g.terms) {
+			if joined, ok := ix.terms[t+g.terms[i+1]]; ok {
+				b += g.weight * joined.idf * joined.maxBase
+				parts = append(parts, part{g.weight * joined.idf, joined.runs})
+			}
+		}
+	}
+	if !byServer {
+		parts = nil
+	}
+	return b, parts
 }
 
 // hasCJK reports whether text has a CJK character.

@@ -122,7 +122,7 @@ func (ix *Index) nearest(q Query, similarity []float64) []int32 {
 	admits := func(d int) bool {
 		s := similarity[d]
 		return !math.IsNaN(s) && !math.IsInf(s, 0) &&
-			(q.Server == "" || strings.EqualFold(ix.docs[d].Server, q.Server)) && ix.hasAll(int32(d), q.Required)
+			(q.Server == "" || strings.EqualFold(ix.docs[d].Server, q.Server)) && ix.hasAll(ix.idOf[d], q.Required)
 	}
 	var n, sum, sumSq float64
 	for d, s := range similarity {

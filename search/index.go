@@ -91,26 +91,67 @@ type posting struct {
 	base float32
 }
 
+// termData is what the index knows of one term.
+type termData struct {
+	postings []posting // by doc
+	idf      float64
+	// maxBase is the largest base in postings: no doc gains more from the term (see prune.go).
+	maxBase float64
+	// maxShare, if not 0, is the largest share of the term as a query term, with its
+	// expansions, that any doc has (see boundShares).
+	maxShare float64
+	// runs splits postings by server, in order.
+	runs []run
+	// shares, beside maxShare, holds the largest share in each server (max) and the sum of
+	// the three largest (top3), by server.
+	shares []run
+}
+
+// run is the postings of one term in the docs of one server.
+type run struct {
+	server int32
+	start  int32   // the offset of its first posting in the term's postings
+	max    float32 // its largest base
+	top3   float32 // the sum of its three largest bases, or more
+}
+
+// roundUp returns the float32 nearest v that is not below it.
+func roundUp(v float64) float32 {
+	f := float32(v)
+	if float64(f) < v {
+		f = math.Nextafter32(f, math.MaxFloat32)
+	}
+	return f
+}
+
 // Index is an immutable search index. It is safe for concurrent use.
+//
+// Inside the index a doc is known by its id: its place when the docs are grouped by server
+// (servers in the order they first appear, each one's docs in the order given), so that a
+// server's docs are one run of ids and of each posting list. docs keeps the order given,
+// which Docs promises.
 type Index struct {
-	docs     []Doc
-	byName   map[string]int
-	byTool   map[string][]int
-	postings map[string][]posting
-	idf      map[string]float64
+	docs   []Doc
+	byName map[string]int // to docs
+	byTool map[string][]int
+	terms  map[string]termData
+	// order maps an id to its doc in docs, and idOf back.
+	order, idOf []int32
 	// nameVocab holds the terms that occur in tool and server names, sorted, for prefixes.
 	nameVocab []string
 	// nameWords holds the words of tool and server names before stemming, sorted, and
 	// wordTerm maps each to its term, for typo tolerance.
 	nameWords []string
 	wordTerm  map[string]string
-	// chinese marks the docs whose description has CJK characters: the English of a Chinese
+	// chinese marks the ids whose description has CJK characters: the English of a Chinese
 	// query word is not matched against them (see Search).
 	chinese []bool
-	// serverOf gives each doc's server as a small number, for the server prior.
-	serverOf   []int32
-	numServers int
-	scratch    sync.Pool // *scratch, reused across searches
+	// serverOf gives each id's server as a small number, for the server prior; the ids of
+	// server s are serverStart[s] up to serverStart[s+1].
+	serverOf    []int32
+	serverStart []int32
+	servers     []string  // by number
+	scratch     sync.Pool // *scratch, reused across searches
 }
 
 // NewIndex builds an index over docs. Later docs with a Name already seen are ignored.
@@ -148,9 +189,7 @@ func NewIndex(docs []Doc) *Index {
 		return out
 	}
 	servers := map[string]int32{}
-	type fieldTerms [numFields][]int32
-	var all []fieldTerms
-	var total [numFields]float64
+	var serverOf []int32 // by place in ix.docs
 	for _, d := range docs {
 		if _, dup := ix.byName[d.Name]; dup {
 			continue
@@ -162,9 +201,32 @@ func NewIndex(docs []Doc) *Index {
 		if !ok {
 			srv = int32(len(servers))
 			servers[d.Server] = srv
+			ix.servers = append(ix.servers, d.Server)
 		}
-		ix.serverOf = append(ix.serverOf, srv)
+		serverOf = append(serverOf, srv)
+	}
+	// Ids group the docs by server: count each server's docs, then deal them out.
+	ix.serverStart = make([]int32, len(ix.servers)+1)
+	for _, s := range serverOf {
+		ix.serverStart[s+1]++
+	}
+	for s := range ix.servers {
+		ix.serverStart[s+1] += ix.serverStart[s]
+	}
+	ix.order, ix.idOf = make([]int32, len(ix.docs)), make([]int32, len(ix.docs))
+	ix.serverOf = make([]int32, len(ix.docs))
+	next := slices.Clone(ix.serverStart[:len(ix.servers)])
+	for i, s := range serverOf {
+		id := next[s]
+		next[s]++
+		ix.order[id], ix.idOf[i], ix.serverOf[id] = int32(i), id, s
+	}
 
+	type fieldTerms [numFields][]int32
+	var all []fieldTerms // by id
+	var total [numFields]float64
+	for _, i := range ix.order {
+		d := &ix.docs[i]
 		var ft fieldTerms
 		// Name words are also kept unstemmed, for typo tolerance.
 		nameIDs := func(out []int32, text string) []int32 {
@@ -192,7 +254,6 @@ func NewIndex(docs []Doc) *Index {
 		}
 		all = append(all, ft)
 	}
-	ix.numServers = len(servers)
 	n := float64(len(ix.docs))
 	var avg [numFields]float64
 	for f := range avg {
@@ -255,13 +316,41 @@ func NewIndex(docs []Doc) *Index {
 		}
 		seen = seen[:0]
 	}
-	ix.postings = make(map[string][]posting, len(in.terms))
-	ix.idf = make(map[string]float64, len(in.terms))
+	// Each posting list, grouped by server as the ids are, in runs: one backing array.
+	var nRuns int
+	for _, ps := range postings {
+		for i, p := range ps {
+			if i == 0 || ix.serverOf[p.doc] != ix.serverOf[ps[i-1].doc] {
+				nRuns++
+			}
+		}
+	}
+	runs := make([]run, 0, nRuns)
+	ix.terms = make(map[string]termData, len(in.terms))
 	for t, ps := range postings {
 		term := in.terms[t]
-		ix.postings[term] = ps
 		df := float64(len(ps))
-		ix.idf[term] = math.Log(1 + (n-df+0.5)/(df+0.5))
+		td := termData{postings: ps, idf: math.Log(1 + (n-df+0.5)/(df+0.5))}
+		first := len(runs)
+		var top [3]float64 // of the run's bases
+		for i, p := range ps {
+			td.maxBase = max(td.maxBase, float64(p.base))
+			if s := ix.serverOf[p.doc]; i == 0 || s != runs[len(runs)-1].server {
+				if i > 0 {
+					runs[len(runs)-1].top3 = roundUp(top[0] + top[1] + top[2])
+				}
+				runs = append(runs, run{server: s, start: int32(i)})
+				top = [3]float64{}
+			}
+			r := &runs[len(runs)-1]
+			r.max = max(r.max, p.base)
+			top3(&top, float64(p.base))
+		}
+		if len(ps) > 0 {
+			runs[len(runs)-1].top3 = roundUp(top[0] + top[1] + top[2])
+		}
+		td.runs = runs[first:len(runs):len(runs)]
+		ix.terms[term] = td
 		if inVocab[t] {
 			ix.nameVocab = append(ix.nameVocab, term)
 		}
@@ -271,7 +360,57 @@ func NewIndex(docs []Doc) *Index {
 		ix.nameWords = append(ix.nameWords, w)
 	}
 	sort.Strings(ix.nameWords)
+	ix.boundShares()
 	return ix
+}
+
+// boundShares finds, for each term that as a query term matches other terms too (synonyms,
+// longer names it begins), the largest share of it any doc has, overall and in each server,
+// and the sum of the three largest in each server: qterm's bound from the expansions alone
+// supposes a doc that has them all.
+func (ix *Index) boundShares() {
+	best, total := make([]float64, len(ix.docs)), make([]float64, len(ix.docs))
+	seen := make([]bool, len(ix.docs))
+	tops := make([][3]float64, len(ix.servers))
+	var docs, servers []int32
+	for term, td := range ix.terms {
+		exps := ix.termExpansions(term, term)
+		if len(exps) < 2 {
+			continue
+		}
+		for _, e := range exps {
+			for _, p := range ix.terms[e.term].postings {
+				d := p.doc
+				if !seen[d] {
+					seen[d] = true
+					docs = append(docs, d)
+				}
+				v := float64(float64(p.base) * e.w)
+				total[d] += v
+				best[d] = max(best[d], v)
+			}
+		}
+		td.maxShare = 0
+		for _, d := range docs {
+			c := share(best[d], total[d])
+			td.maxShare = max(td.maxShare, c)
+			s := ix.serverOf[d]
+			if tops[s] == [3]float64{} {
+				servers = append(servers, s)
+			}
+			top3(&tops[s], c)
+			best[d], total[d], seen[d] = 0, 0, false
+		}
+		slices.Sort(servers)
+		td.shares = make([]run, len(servers))
+		for i, s := range servers {
+			t := tops[s]
+			td.shares[i] = run{server: s, max: roundUp(t[0]), top3: roundUp(t[0] + t[1] + t[2])}
+			tops[s] = [3]float64{}
+		}
+		docs, servers = docs[:0], servers[:0]
+		ix.terms[term] = td
+	}
 }
 
 // Len reports the number of indexed documents.
@@ -290,39 +429,137 @@ func (ix *Index) Doc(name string) (Doc, bool) {
 // name. A select query returns the named tools in the order given, and the names it could
 // not find.
 func (ix *Index) Search(q Query, limit int) (hits []Hit, unknown []string) {
+	return ix.search(q, limit, true, nil)
+}
+
+// search is Search. With prune, a search for the best few scores only the docs that may be
+// among them (see prune.go); without, every doc that matches, which must give the same hits.
+func (ix *Index) search(q Query, limit int, prune bool, st *searchStats) (hits []Hit, unknown []string) {
 	if len(q.Select) > 0 {
 		return ix.selectNames(q.Select, limit)
 	}
 	sc := ix.getScratch()
 	defer ix.scratch.Put(sc)
+	plan := ix.plan(q)
+	if prune && limit > 0 {
+		return sc.topK(ix, q, plan, limit, st), nil
+	}
+	for _, t := range plan {
+		sc.add(t)
+	}
+	if st != nil {
+		st.touched = len(sc.touched)
+	}
+	return sc.rank(ix, q, len(plan), limit), nil
+}
+
+// qterm is one term of a query as the ranking scores it: the index terms it matches, each
+// weighted, and the docs it must not match.
+type qterm struct {
+	expansions []weighted
+	skip       []bool // if not nil, the ids left out
+	// bound is the most the term adds to any doc's score (before coordination).
+	bound float64
+	// parts, if not nil, bound the term's share in each server more closely than its
+	// expansions do: a doc's share is at most the sum over the parts of w times its run's
+	// max in the doc's server (see prune.go).
+	parts []part
+}
+
+// part is one term of a bound by server: w times the runs' maxima.
+type part struct {
+	w    float64
+	runs []run
+}
+
+// weighted is an index term and what one unit of its BM25F base is worth for a query term.
+type weighted struct {
+	term     string
+	w        float64
+	postings []posting
+	runs     []run
+}
+
+// plan returns the terms of q that match some doc, in the order they are scored: each query
+// term, then two adjacent query terms that are one word in the tools, then the English of
+// the Chinese words the tools lack. A term that matches nothing is left out: it adds nothing,
+// and coordination counts only the terms some tool has.
+func (ix *Index) plan(q Query) []qterm {
 	terms, raws := q.Terms, q.raws
 	if len(raws) != len(terms) {
 		raws = terms // a Query built by hand, not by ParseQuery
 	}
 	// Two query words may be one word in the tools: "key vault" for keyvault.
 	for i := 0; i+1 < len(q.Terms); i++ {
-		if joined := q.Terms[i] + q.Terms[i+1]; ix.postings[joined] != nil {
+		if joined := q.Terms[i] + q.Terms[i+1]; ix.terms[joined].postings != nil {
 			terms = append(terms[:len(terms):len(terms)], joined)
 			raws = append(raws[:len(raws):len(raws)], joined)
 		}
 	}
-	known := 0 // query terms that match some tool
+	var plan []qterm
 	for i, term := range terms {
 		if slices.Contains(terms[:i], term) {
 			continue
 		}
-		if sc.addTerm(ix, term, raws[i]) {
-			known++
+		if t, ok := ix.qterm(ix.termExpansions(term, raws[i]), nil); ok {
+			if td := ix.terms[term]; td.maxShare > 0 {
+				t.bound = min(t.bound, td.maxShare)
+				t.parts = []part{{1, td.shares}}
+			}
+			plan = append(plan, t)
 		}
 	}
 	// A Chinese word the tools do not have in Chinese counts through its English, in the tools
 	// described in English: one described in Chinese had its chance at the Chinese word.
 	for _, g := range q.glosses {
-		if !ix.inCatalog(g.text) && sc.add(ix, ix.glossExpansions(g), ix.chinese) {
-			known++
+		if ix.inCatalog(g.text) {
+			continue
+		}
+		if t, ok := ix.qterm(ix.glossExpansions(g), ix.chinese); ok {
+			b, parts := ix.glossBound(g)
+			t.bound, t.parts = min(t.bound, b), parts
+			plan = append(plan, t)
 		}
 	}
-	return sc.rank(ix, q, known, limit), nil
+	return plan
+}
+
+// termExpansions weighs the index terms a query term matches (see expand) by their idf.
+func (ix *Index) termExpansions(term, word string) []weighted {
+	own, known := ix.terms[term]
+	var out []weighted
+	for _, e := range ix.expand(term, word) {
+		// An inexact match is worth no more than an exact one of the term itself would be:
+		// a rare synonym must not outrank the common word the user wrote.
+		idf := ix.terms[e.term].idf
+		if known && e.term != term {
+			idf = min(idf, own.idf)
+		}
+		out = append(out, weighted{term: e.term, w: e.weight * idf})
+	}
+	return out
+}
+
+// qterm completes a query term's expansions with their postings and its bound, and reports
+// whether it matches any doc not in skip.
+func (ix *Index) qterm(expansions []weighted, skip []bool) (qterm, bool) {
+	t := qterm{expansions: expansions, skip: skip}
+	matches := false
+	var best, sum float64
+	for i := range t.expansions {
+		e := &t.expansions[i]
+		td := ix.terms[e.term]
+		e.postings, e.runs = td.postings, td.runs
+		for j := 0; !matches && j < len(e.postings); j++ {
+			matches = skip == nil || !skip[e.postings[j].doc]
+		}
+		// A doc's share of a term is its best expansion's value plus expansionTail of the
+		// others' (see scratch.add): at most this.
+		v := e.w * td.maxBase
+		best, sum = max(best, v), sum+v
+	}
+	t.bound = best + expansionTail*(sum-best)
+	return t, matches
 }
 
 // selectNames resolves exact names: the unique Name first, then a tool's own name (which may
@@ -380,7 +617,7 @@ func (ix *Index) expand(term, word string) []expansion {
 			out = append(out, expansion{v, weightPrefix})
 		}
 	}
-	if _, exact := ix.postings[term]; exact || len(word) < 4 {
+	if _, exact := ix.terms[term]; exact || len(word) < 4 {
 		return out
 	}
 	// Typos keep the first letter, and nameWords is sorted: scan only that letter's run.
@@ -411,7 +648,7 @@ func (ix *Index) expand(term, word string) []expansion {
 // hasAll reports whether doc id contains every required term exactly.
 func (ix *Index) hasAll(id int32, required []string) bool {
 	for _, t := range required {
-		ps := ix.postings[t]
+		ps := ix.terms[t].postings
 		i := sort.Search(len(ps), func(i int) bool { return ps[i].doc >= id })
 		if i == len(ps) || ps[i].doc != id {
 			return false

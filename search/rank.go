@@ -1,13 +1,12 @@
 package search
 
 import (
-	"math"
 	"sort"
 	"strings"
 )
 
-// scratch holds one search's per-doc accumulators; its methods are the ranking: addTerm
-// adds one query term's BM25F to the docs it matches, rank orders the docs touched. Arrays
+// scratch holds one search's per-doc accumulators; its methods are the ranking: add adds
+// one query term's BM25F to the docs it matches, rank orders the docs touched. Arrays
 // indexed by doc, reused through a pool, keep a query at 10,000 tools free of map traffic;
 // only the docs a query touched are reset afterwards.
 type scratch struct {
@@ -24,7 +23,7 @@ type scratch struct {
 	// Per server: its three best scores, for the server prior.
 	top [][3]float64
 
-	expansions []weighted // addTerm's, reused
+	pruneScratch // for topK
 }
 
 func (ix *Index) getScratch() *scratch {
@@ -35,42 +34,19 @@ func (ix *Index) getScratch() *scratch {
 	return &scratch{
 		score: make([]float64, n), matched: make([]uint16, n),
 		best: make([]float64, n), total: make([]float64, n), termGen: make([]uint32, n),
-		top: make([][3]float64, ix.numServers),
+		top: make([][3]float64, len(ix.servers)),
 	}
 }
 
-// addTerm scores one query term into the accumulators and reports whether any doc matched.
-// A term counts once per tool: its best expansion, plus expansionTail of the others.
-func (sc *scratch) addTerm(ix *Index, term, word string) bool {
-	sc.expansions = sc.expansions[:0]
-	own, known := ix.idf[term]
-	for _, e := range ix.expand(term, word) {
-		// An inexact match is worth no more than an exact one of the term itself would be:
-		// a rare synonym must not outrank the common word the user wrote.
-		idf := ix.idf[e.term]
-		if known && e.term != term {
-			idf = min(idf, own)
-		}
-		sc.expansions = append(sc.expansions, weighted{e.term, e.weight * idf})
-	}
-	return sc.add(ix, sc.expansions, nil)
-}
-
-// weighted is an index term and what one unit of its BM25F base is worth for a query term.
-type weighted struct {
-	term string
-	w    float64
-}
-
-// add scores one query term, given as the index terms it matches, into the accumulators, and
-// reports whether any doc matched. Docs marked in skip (if not nil) are left out.
-func (sc *scratch) add(ix *Index, expansions []weighted, skip []bool) bool {
+// add scores one query term into the accumulators. A term counts once per doc: its best
+// expansion, plus expansionTail of the others.
+func (sc *scratch) add(t qterm) {
 	sc.gen++
 	sc.termDocs = sc.termDocs[:0]
-	for _, e := range expansions {
-		for _, p := range ix.postings[e.term] {
+	for _, e := range t.expansions {
+		for _, p := range e.postings {
 			d := p.doc
-			if skip != nil && skip[d] {
+			if t.skip != nil && t.skip[d] {
 				continue
 			}
 			if sc.termGen[d] != sc.gen {
@@ -78,7 +54,7 @@ func (sc *scratch) add(ix *Index, expansions []weighted, skip []bool) bool {
 				sc.best[d], sc.total[d] = 0, 0
 				sc.termDocs = append(sc.termDocs, d)
 			}
-			v := float64(p.base) * e.w
+			v := float64(float64(p.base) * e.w)
 			sc.total[d] += v
 			sc.best[d] = max(sc.best[d], v)
 		}
@@ -88,9 +64,8 @@ func (sc *scratch) add(ix *Index, expansions []weighted, skip []bool) bool {
 			sc.touched = append(sc.touched, d)
 		}
 		sc.matched[d]++
-		sc.score[d] += sc.best[d] + expansionTail*(sc.total[d]-sc.best[d])
+		sc.score[d] += share(sc.best[d], sc.total[d])
 	}
-	return len(sc.termDocs) > 0
 }
 
 // rank applies coordination and the server prior, filters, and returns the best limit
@@ -98,24 +73,10 @@ func (sc *scratch) add(ix *Index, expansions []weighted, skip []bool) bool {
 func (sc *scratch) rank(ix *Index, q Query, known, limit int) []Hit {
 	defer sc.reset(ix)
 	// coord[m] scales the score of a doc that matched m of the known terms.
-	coord := make([]float64, known+1)
-	for m := range coord {
-		coord[m] = 1
-		if known > 1 {
-			coord[m] = math.Pow(float64(m)/float64(known), coordination)
-		}
-	}
+	coord := coordTable(known)
 	for _, d := range sc.touched {
 		sc.score[d] *= coord[min(int(sc.matched[d]), known)]
-		t := &sc.top[ix.serverOf[d]]
-		switch s := sc.score[d]; {
-		case s > t[0]:
-			t[0], t[1], t[2] = s, t[0], t[1]
-		case s > t[1]:
-			t[1], t[2] = s, t[1]
-		case s > t[2]:
-			t[2] = s
-		}
+		top3(&sc.top[ix.serverOf[d]], sc.score[d])
 	}
 	// The server prior: a query about pods and namespaces is about Kubernetes, so
 	// kubectl_get should rank above a lone match of "staging" among another server's
@@ -133,7 +94,7 @@ func (sc *scratch) rank(ix *Index, q Query, known, limit int) []Hit {
 		if t := sc.top[ix.serverOf[d]]; strongest > 0 {
 			s *= 1 + serverPrior*(t[0]+t[1]+t[2])/strongest
 		}
-		doc := &ix.docs[d]
+		doc := &ix.docs[ix.order[d]]
 		if s <= 0 || !ix.hasAll(d, q.Required) || q.Server != "" && !strings.EqualFold(doc.Server, q.Server) {
 			continue
 		}
