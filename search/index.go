@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sahilm/fuzzy"
 )
@@ -152,6 +153,9 @@ type Index struct {
 	serverStart []int32
 	servers     []string  // by number
 	scratch     sync.Pool // *scratch, reused across searches
+	// spare keeps one scratch through garbage collections, which empty the pool: without
+	// one, a search allocates and clears arrays as long as the catalog.
+	spare atomic.Pointer[scratch]
 }
 
 // NewIndex builds an index over docs. Later docs with a Name already seen are ignored.
@@ -439,7 +443,7 @@ func (ix *Index) search(q Query, limit int, prune bool, st *searchStats) (hits [
 		return ix.selectNames(q.Select, limit)
 	}
 	sc := ix.getScratch()
-	defer ix.scratch.Put(sc)
+	defer ix.putScratch(sc)
 	plan := ix.plan(q)
 	if prune && limit > 0 {
 		return sc.topK(ix, q, plan, limit, st), nil

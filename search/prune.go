@@ -74,9 +74,9 @@ type pruneScratch struct {
 
 // queryRun is the postings of one expansion of a query term in one server's docs.
 type queryRun struct {
-	x    int32 // the expansion: the x-th of the plan's, in order
-	run  int32 // in its runs
-	next int32 // 1 + the index of the server's next run, 0 for none
+	x        int32 // the expansion: the x-th of the plan's, in order
+	from, to int32 // in its postings
+	next     int32 // 1 + the index of the server's next run, 0 for none
 }
 
 func (sc *scratch) preparePrune(ix *Index) {
@@ -203,7 +203,11 @@ func (sc *scratch) bound(plan []qterm, coord []float64) {
 				sc.srvBest[s] = max(sc.srvBest[s], v)
 				sc.srvSum[s] += v
 				sc.srv3[s] += e.w * float64(r.top3)
-				sc.runs[n] = queryRun{x: x, run: int32(ri)}
+				to := int32(len(e.postings))
+				if ri+1 < len(e.runs) {
+					to = e.runs[ri+1].start
+				}
+				sc.runs[n] = queryRun{x: x, from: r.start, to: to}
 				n++
 				if last := sc.srvLast[s]; last == 0 {
 					sc.srvFirst[s] = int32(n)
@@ -317,11 +321,7 @@ func (sc *scratch) scoreServer(plan []qterm, coord []float64, s int32) float64 {
 		rt := sc.expTerm[r.x]
 		t := &plan[rt]
 		e := &t.expansions[sc.expIndex[r.x]]
-		to := int32(len(e.postings))
-		if int(r.run)+1 < len(e.runs) {
-			to = e.runs[r.run+1].start
-		}
-		ps, w := e.postings[e.runs[r.run].start:to], e.w
+		ps, w := e.postings[r.from:r.to], e.w
 		if rt != term {
 			sc.addShares() // the previous term's, before this one's: rank adds them in order
 			term = rt

@@ -27,6 +27,9 @@ type scratch struct {
 }
 
 func (ix *Index) getScratch() *scratch {
+	if sc := ix.spare.Swap(nil); sc != nil {
+		return sc
+	}
 	if sc, ok := ix.scratch.Get().(*scratch); ok {
 		return sc
 	}
@@ -35,6 +38,12 @@ func (ix *Index) getScratch() *scratch {
 		score: make([]float64, n), matched: make([]uint16, n),
 		best: make([]float64, n), total: make([]float64, n), termGen: make([]uint32, n),
 		top: make([][3]float64, len(ix.servers)),
+	}
+}
+
+func (ix *Index) putScratch(sc *scratch) {
+	if !ix.spare.CompareAndSwap(nil, sc) {
+		ix.scratch.Put(sc)
 	}
 }
 
