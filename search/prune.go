@@ -68,6 +68,7 @@ type pruneScratch struct {
 	termSrv           []int32 // the servers a term has, reused
 	runs              []queryRun
 	expTerm, expIndex []int32 // of each of the plan's expansions, in order
+	heap              serverHeap
 	cand              []int32 // docs that may be among the best k
 	kth               []float64
 }
@@ -109,15 +110,19 @@ func (sc *scratch) topK(ix *Index, q Query, plan []qterm, k int, st *searchStats
 	sc.bound(plan, coord)
 
 	// Servers in falling order of bound, taken from a heap: the scan stops long before most.
-	h := serverHeap{servers: sc.bounded, bound: sc.srvBound}
+	h := sc.heap[:0]
+	for _, s := range sc.bounded {
+		h = append(h, boundServer{sc.srvBound[s], s})
+	}
 	h.init()
+	defer func() { sc.heap = h }()
 	var strongest float64 // the strongest scored server's strength
 	var theta float64     // the k-th best final score a scored doc is sure of
 	lastMost := math.Inf(1)
 	sc.kth = sc.kth[:0]
-	for len(h.servers) > 0 {
-		s := h.pop()
-		u := sc.srvBound[s]
+	for len(h) > 0 {
+		next := h.pop()
+		s, u := next.server, next.bound
 		if 3*u < strongest && u*(1+serverPrior*min(1, 3*u/strongest)) < theta {
 			break // nor can any later server, with a smaller bound, matter
 		}
@@ -251,41 +256,42 @@ func (sc *scratch) bound(plan []qterm, coord []float64) {
 }
 
 // serverHeap orders servers by bound, largest first.
-type serverHeap struct {
-	servers []int32
-	bound   []float64 // by server
+type serverHeap []boundServer
+
+type boundServer struct {
+	bound  float64
+	server int32
 }
 
-func (h *serverHeap) init() {
-	for i := len(h.servers)/2 - 1; i >= 0; i-- {
+func (h serverHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
 		h.down(i)
 	}
 }
 
-// pop removes the server with the largest bound and returns it. It swaps it to the end, so
-// that the slice given keeps every server (to be reset).
-func (h *serverHeap) pop() int32 {
-	last := len(h.servers) - 1
-	h.servers[0], h.servers[last] = h.servers[last], h.servers[0]
-	s := h.servers[last]
-	h.servers = h.servers[:last]
+// pop removes the server with the largest bound and returns it.
+func (h *serverHeap) pop() boundServer {
+	old := *h
+	top, last := old[0], len(old)-1
+	old[0] = old[last]
+	*h = old[:last]
 	h.down(0)
-	return s
+	return top
 }
 
-func (h *serverHeap) down(i int) {
+func (h serverHeap) down(i int) {
 	for {
 		l, m := 2*i+1, i
-		if l < len(h.servers) && h.bound[h.servers[l]] > h.bound[h.servers[m]] {
+		if l < len(h) && h[l].bound > h[m].bound {
 			m = l
 		}
-		if l+1 < len(h.servers) && h.bound[h.servers[l+1]] > h.bound[h.servers[m]] {
+		if l+1 < len(h) && h[l+1].bound > h[m].bound {
 			m = l + 1
 		}
 		if m == i {
 			return
 		}
-		h.servers[i], h.servers[m] = h.servers[m], h.servers[i]
+		h[i], h[m] = h[m], h[i]
 		i = m
 	}
 }
