@@ -202,7 +202,10 @@ type Hooks struct {
 	// messages and resource updates; nil means servers are told the client cannot sample or
 	// elicit.
 	Client Client
-	// OnChange is called, outside any lock, after the catalog changes.
+	// OnChange is called, outside any lock, after the catalog changes. Changes that come
+	// together (servers starting at once) make one catalog and one call, and a stream of
+	// them is paced (see buildPace), so that the calls cost a small part of the CPU however
+	// many servers there are; one change after a quiet moment is reported at once.
 	OnChange func()
 }
 
