@@ -436,8 +436,10 @@ func (ix *Index) Search(q Query, limit int) (hits []Hit, unknown []string) {
 	return ix.search(q, limit, true, nil)
 }
 
-// search is Search. With prune, a search for the best few scores only the docs that may be
-// among them (see prune.go); without, every doc that matches, which must give the same hits.
+// search is Search. With prune, a search for the best few scores only the servers whose
+// docs may be among them (see prune.go); without, every doc that matches, as a search for
+// every hit (limit 0) always does: both give the same hits. st, if not nil, learns how
+// many docs were scored.
 func (ix *Index) search(q Query, limit int, prune bool, st *searchStats) (hits []Hit, unknown []string) {
 	if len(q.Select) > 0 {
 		return ix.selectNames(q.Select, limit)

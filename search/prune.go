@@ -108,6 +108,12 @@ func (sc *scratch) topK(ix *Index, q Query, plan []qterm, k int, st *searchStats
 	defer sc.resetPrune(ix)
 	coord := coordTable(len(plan))
 	sc.bound(plan, coord)
+	if q.Server != "" || len(q.Required) > 0 {
+		// Strengths matter only to hits: a search that no server can answer ends here.
+		if !slices.ContainsFunc(sc.bounded, func(s int32) bool { return sc.mayHit(ix, q, s) }) {
+			return nil
+		}
+	}
 
 	// Servers in falling order of bound, taken from a heap: the scan stops long before most.
 	h := sc.heap[:0]
