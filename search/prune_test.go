@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -235,4 +236,28 @@ func BenchmarkSearchTouched(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestSearchConcurrent searches one index from several goroutines at once, each search with
+// its own scratch: the hits are those of searching alone.
+func TestSearchConcurrent(t *testing.T) {
+	loadCJK(t)
+	ix := NewIndex(catalogDocs(t))
+	queries := evalQueries(t)[:60]
+	want := make([][]Hit, len(queries))
+	for i, q := range queries {
+		want[i], _ = ix.Search(q, 5)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range queries {
+				i = (i + g*15) % len(queries)
+				if got, _ := ix.Search(queries[i], 5); !reflect.DeepEqual(got, want[i]) {
+					t.Errorf("Search(%q) concurrently = %v, want %v", queries[i].text, got, want[i])
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
