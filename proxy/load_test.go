@@ -56,24 +56,6 @@ func proxyOver(t testing.TB, upstreamURL string) (string, *Server) {
 	return hs.URL + "/mcp", p
 }
 
-func dialPlain(t testing.TB, url string) *client.Client {
-	tr, err := transport.NewStreamableHTTP(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	req.Params.ClientInfo = mcp.Implementation{Name: "load", Version: "1"}
-	if _, err := c.Initialize(context.Background(), req); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 func callTool(c *client.Client, name string, args map[string]any) (*mcp.CallToolResult, error) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name, req.Params.Arguments = name, args
@@ -96,7 +78,7 @@ func TestLoadAndIsolation(t *testing.T) {
 	errs := make(chan error, sessions)
 	for i := range sessions {
 		wg.Go(func() {
-			c := dialPlain(t, url)
+			c := dialHTTP(t, url, false)
 			defer c.Close()
 			mine := fmt.Sprintf("up__tool_%03d", i)
 			for j := range calls {
@@ -157,7 +139,7 @@ func BenchmarkCallThroughProxy(b *testing.B) {
 		{"proxy", url, "up__tool_000"},
 	} {
 		b.Run(target.name, func(b *testing.B) {
-			c := dialPlain(b, target.url)
+			c := dialHTTP(b, target.url, false)
 			defer c.Close()
 			for b.Loop() {
 				if res, err := callTool(c, target.tool, map[string]any{"x": 1}); err != nil || res.IsError {
@@ -180,7 +162,7 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		var clients []*client.Client
 		for range n {
-			c := dialPlain(b, url)
+			c := dialHTTP(b, url, false)
 			if _, err := callTool(c, "call_tool", map[string]any{"name": "up__tool_000"}); err != nil {
 				b.Fatal(err)
 			}
