@@ -106,13 +106,18 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 			names = append(names, h.Name)
 		}
 	default:
-		// Ranked a little deeper than asked, for the client's model to choose from when the
-		// words are unsure.
-		hits, _ := s.rank(ctx, ix, q, max(limit, sampledCandidates))
+		// Ranked a little deeper than asked where the client's model may choose, when the
+		// words are unsure: a deeper ranking prunes less.
+		asks := s.asksModel(sess)
+		depth := limit
+		if asks {
+			depth = max(limit, sampledCandidates)
+		}
+		hits, _ := s.rank(ctx, ix, q, depth)
 		for _, h := range hits {
 			names = append(names, h.Name)
 		}
-		if s.asksModel(sess) {
+		if asks {
 			words := hits
 			if s.opts.Embeddings != nil {
 				words, _ = ix.Search(q, 2) // fused scores say nothing of how sure the words are
@@ -126,9 +131,10 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		names = names[:min(len(names), limit)]
 	}
 	res := SearchResult{Query: *args.Query, Matches: []Match{}, Unlocked: []string{}, Unknown: unknown}
+	var matched []*form
 	for _, name := range names {
 		if f, ok := v.form(name); ok {
-			res.Matches = append(res.Matches, f.match)
+			matched = append(matched, f)
 		}
 	}
 	for _, st := range s.ups.Statuses() {
@@ -162,22 +168,54 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	s.log.Info("tool search", "session", sess.id, "query", *args.Query, "results", names,
 		"unlocked", len(res.Unlocked), "dropped", len(res.Dropped), "pending", pending, "hold", hold,
 		"duration_ms", time.Since(start).Milliseconds())
-	return s.searchResult(sess, res), nil
+	return searchResult(ctx, sess, res, matched), nil
 }
 
-// searchResult encodes a tool_search result: always as JSON text, and as structuredContent
-// too for the clients whose model reads it instead (see session.structured).
-func (s *Server) searchResult(sess *session, res SearchResult) *mcp.CallToolResult {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false) // the model reads "<" better than "\u003c"
-	_ = enc.Encode(res)
-	text := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-	out := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(text))}}
-	if sess.structured() {
-		out.RawStructuredContent = text
-		out.StructuredContent = json.RawMessage(text)
+// searchResult encodes a tool_search result with the given matches: always as JSON text, and
+// as structuredContent too for the clients whose model reads it instead (see
+// session.structured). The matches' bytes come from their forms, made once per catalog.
+func searchResult(ctx context.Context, sess *session, res SearchResult, matched []*form) *mcp.CallToolResult {
+	res.Matches = []Match{}
+	bare := encodeJSON(res)
+	at := bytes.Index(bare, []byte(`"matches":[`)) + len(`"matches":[`)
+	head, tail := bare[:at], bare[at:]
+	size := len(head) + len(tail) + len(matched)
+	for _, f := range matched {
+		size += len(f.matchJSON)
 	}
+	plain := make([]byte, 0, size)
+	plain = append(plain, head...)
+	for i, f := range matched {
+		if i > 0 {
+			plain = append(plain, ',')
+		}
+		plain = append(plain, f.matchJSON...)
+	}
+	plain = append(plain, tail...)
+	out := &mcp.CallToolResult{}
+	if sess.structured() {
+		out.RawStructuredContent = plain
+		out.StructuredContent = json.RawMessage(plain)
+	}
+	if pendingListsFrom(ctx) == nil {
+		// A transport that does not splice: mcp-go encodes the text.
+		out.Content = []mcp.Content{mcp.NewTextContent(string(plain))}
+		return out
+	}
+	// The text as mcp-go would write it, escaped piece by piece: the matches' pieces are
+	// escaped once per catalog.
+	text := make([]byte, 0, size+size/4)
+	text = append(text, `{"type":"text","text":"`...)
+	text = appendEscaped(text, head)
+	for i, f := range matched {
+		if i > 0 {
+			text = append(text, ',')
+		}
+		text = append(text, f.matchText...)
+	}
+	text = appendEscaped(text, tail)
+	text = append(text, `"}`...)
+	out.Content = []mcp.Content{&splicedText{item: text}}
 	return out
 }
 

@@ -197,7 +197,7 @@ func (w idWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// listWriter splices the tools of a tools/list response into it as it is written (see
+// listWriter splices a tools/list or tool_search response as it is written (see
 // pendingLists).
 type listWriter struct {
 	passWriter
@@ -206,10 +206,10 @@ type listWriter struct {
 
 func (w listWriter) Write(p []byte) (int, error) {
 	pl, ok := w.lists.take(p)
-	if !ok || pl.tools == nil {
+	if !ok {
 		return w.passWriter.Write(p)
 	}
-	if _, err := w.passWriter.Write(splice(p, pl.tools)); err != nil {
+	if _, err := w.passWriter.Write(pl.splice(p)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -315,10 +315,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		_, method, _ = request(body)
-		if method == string(mcp.MethodToolsList) && r.URL.Path == "/mcp" {
-			// Streamable HTTP answers on the request's own response: the list is spliced
-			// as it is written (see pendingLists). Outside idWriter, which would change
-			// the id the list is known by.
+		if (method == string(mcp.MethodToolsList) || method == string(mcp.MethodToolsCall)) && r.URL.Path == "/mcp" {
+			// Streamable HTTP answers on the request's own response: a list or a search
+			// result is spliced as it is written (see pendingLists). Outside idWriter,
+			// which would change the id the response is known by.
 			lists := &pendingLists{}
 			w = listWriter{passWriter{w}, lists}
 			r = r.WithContext(withPendingLists(r.Context(), lists))

@@ -157,6 +157,7 @@ func New(ups Upstreams, opts Options) *Server {
 	hooks.AddOnRequestInitialization(refuseDiscover)
 	hooks.AddAfterInitialize(s.afterInitialize)
 	hooks.AddAfterListTools(s.afterListTools)
+	hooks.AddAfterCallTool(s.afterCallTool)
 	// Prompts and resources are registered when the catalog changes; these catch a request
 	// that arrives before that news.
 	hooks.AddBeforeListPrompts(func(context.Context, any, *mcp.ListPromptsRequest) { s.syncPromptsAndResources() })

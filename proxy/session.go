@@ -1,14 +1,11 @@
 package proxy
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
-	"io"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -394,140 +391,4 @@ func (sess *session) markListed(version int) {
 	}
 	close(sess.listed)
 	sess.listed = make(chan struct{})
-}
-
-// pendingList is a tools/list response being written: its tools, to splice in (nil if
-// none), and, where its writing counts as the session's re-list, whose it is and with
-// which unlocks.
-type pendingList struct {
-	tools   []*form
-	sess    *session
-	version int
-}
-
-// pendingLists holds the tools/list responses a transport is about to write, by JSON id.
-// A transport that writes every response through pendingLists.take, and splices in the
-// tools of the list it returns, puts one in the context of its requests: stdio, one for
-// its connection; streamable HTTP, one for each tools/list request. Over any other
-// transport (legacy SSE, in-process) mcp-go encodes the tools itself.
-//
-// Splicing skips mcp-go's encoding of a list, which encodes each tool through a map and
-// checks every byte of its schemas twice more: 500 tools take 9–11 ms that way, and a
-// splice copies their bytes.
-type pendingLists struct {
-	// relist, fixed at creation, is set where a list counts as the session's re-list only
-	// once its response is written (stdio: see session, step 4).
-	relist bool
-
-	mu sync.Mutex // guards m
-	m  map[string]pendingList
-	n  atomic.Int32 // len(m), for writers of other messages to skip the lock
-}
-
-type pendingListsKey struct{}
-
-// withPendingLists returns ctx for a transport that writes through lists.
-func withPendingLists(ctx context.Context, lists *pendingLists) context.Context {
-	return context.WithValue(ctx, pendingListsKey{}, lists)
-}
-
-func pendingListsFrom(ctx context.Context) *pendingLists {
-	lists, _ := ctx.Value(pendingListsKey{}).(*pendingLists)
-	return lists
-}
-
-// add records a tools/list response about to be written.
-func (p *pendingLists) add(id string, pl pendingList) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m == nil {
-		p.m = map[string]pendingList{}
-	}
-	p.m[id] = pl
-	p.n.Store(int32(len(p.m)))
-}
-
-// take returns, and forgets, the pending list that msg answers, if any. msg is a message as
-// the transport writes it: JSON, or an SSE event whose data is JSON.
-func (p *pendingLists) take(msg []byte) (pendingList, bool) {
-	if p == nil || p.n.Load() == 0 {
-		return pendingList{}, false
-	}
-	start := bytes.IndexByte(msg, '{')
-	if start < 0 {
-		return pendingList{}, false
-	}
-	id, ok := responseID(msg[start:])
-	if !ok {
-		return pendingList{}, false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pl, ok := p.m[string(id)]
-	delete(p.m, string(id))
-	p.n.Store(int32(len(p.m)))
-	return pl, ok
-}
-
-// listPlaceholder stands in a spliced tools/list for its tools, and listPlaceholderJSON is
-// how mcp-go writes it. The colon keeps it from being any upstream tool's exposed name.
-var (
-	listPlaceholder     = mcp.Tool{Name: "toolsift:tools", RawInputSchema: json.RawMessage(`{}`)}
-	listPlaceholderJSON = func() []byte { b, _ := json.Marshal(listPlaceholder); return b }()
-)
-
-// splice returns msg, a tools/list response, with the placeholder replaced by the tools.
-func splice(msg []byte, tools []*form) []byte {
-	at := bytes.Index(msg, listPlaceholderJSON)
-	if at < 0 {
-		return msg
-	}
-	size := len(msg) - len(listPlaceholderJSON) + len(tools)
-	for _, f := range tools {
-		size += len(f.raw)
-	}
-	out := make([]byte, 0, size)
-	out = append(out, msg[:at]...)
-	for i, f := range tools {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, f.raw...)
-	}
-	return append(out, msg[at+len(listPlaceholderJSON):]...)
-}
-
-// responseWatcher passes a transport's output through, splicing tools into tools/list
-// responses, and reports each once it has been written (step 4).
-type responseWatcher struct {
-	mu    sync.Mutex // serializes writes to w: mcp-go's, and toolsift's own refusals
-	w     io.Writer
-	lists *pendingLists
-	// answered, if set, is told the id of each answer written (see drainReader).
-	answered func(id []byte)
-}
-
-// Write writes p, one JSON-RPC message, and then, if it was a pending tools/list response,
-// marks its session listed.
-func (rw *responseWatcher) Write(p []byte) (int, error) {
-	pl, listed := rw.lists.take(p)
-	msg := unwrapBigID(p)
-	if pl.tools != nil {
-		msg = splice(msg, pl.tools)
-	}
-	rw.mu.Lock()
-	n, err := rw.w.Write(msg)
-	rw.mu.Unlock()
-	if err == nil {
-		n = len(p)
-	}
-	if rw.answered != nil {
-		if id, ok := responseID(p); ok {
-			rw.answered(id)
-		}
-	}
-	if listed && pl.sess != nil {
-		pl.sess.markListed(pl.version)
-	}
-	return n, err
 }

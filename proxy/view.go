@@ -34,6 +34,10 @@ type form struct {
 	tool   mcp.Tool
 	raw    json.RawMessage
 	match  Match
+	// matchJSON is match as a search result carries it, and matchText is matchJSON as
+	// it reads inside a JSON string, as mcp-go escapes it: a result is assembled from
+	// these without encoding a schema again (see searchResult).
+	matchJSON, matchText []byte
 }
 
 // newView makes the view of cat.
@@ -70,6 +74,8 @@ func newForm(t upstream.Tool) *form {
 		Description: firstParagraph(t.Description, 1024),
 		InputSchema: schemaOrEmpty(t.InputSchema),
 	}
+	f.matchJSON = encodeJSON(f.match)
+	f.matchText = escapeJSON(f.matchJSON)
 	return f
 }
 

@@ -108,7 +108,7 @@ func TestSplice(t *testing.T) {
 		if !ok {
 			continue
 		}
-		got := string(splice([]byte(tt.msg), pl.tools))
+		got := string(spliceTools([]byte(tt.msg), pl.tools))
 		want := strings.Replace(tt.msg, placeholder, string(f.raw)+","+string(f.raw), 1)
 		if got != want {
 			t.Errorf("%s: splice = %s, want %s", tt.name, got, want)

@@ -1,0 +1,73 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolsift/toolsift/upstream"
+)
+
+// TestSplicedSearchResult checks that a tool_search result spliced as it is written is, byte
+// for byte, the response mcp-go writes when it encodes the result itself, for hostile text:
+// HTML, line separators, escapes, the placeholders themselves, invalid UTF-8.
+func TestSplicedSearchResult(t *testing.T) {
+	hostile := []upstream.Tool{
+		{Exposed: "a__html", Server: "a", Description: "Reads <b>bold</b> & \"quoted\" text.\u2028Next line\\n.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","description":"<x> & \u2029 \\\"y\\\""}}}`)},
+		{Exposed: "a__placeholder", Server: "a", Description: `{"toolsift:spliced":"content"}`,
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"toolsift:spliced":{"const":"structured"}},"x":{"toolsift:spliced":"structured"}}`)},
+		{Exposed: "a__bytes", Server: "a", Description: "bad \xff\xfe utf-8, 中文, emoji 🙂, tab\t.",
+			InputSchema: json.RawMessage(`{"type":"object"}`)},
+		{Exposed: "a__empty", Server: "a"},
+	}
+	var forms []*form
+	for _, tool := range hostile {
+		forms = append(forms, newForm(tool))
+	}
+	results := []SearchResult{
+		{Query: `find <b> & "x" \u2028 ` + "\u2028\xff", Unlocked: []string{"a__html"}, Hint: "Call <it> & see."},
+		{Query: `{"toolsift:spliced":"content"}`, Unlocked: []string{}, Unknown: []string{"zz"}, Dropped: []string{"b"}, Unavailable: []string{"c (failed)"}, Hint: "h"},
+	}
+	for _, structured := range []bool{false, true} {
+		sess := &session{client: "codex-mcp-client"} // text only
+		if structured {
+			sess.client = "golden"
+		}
+		for i, res := range results {
+			for _, matched := range [][]*form{nil, forms[:1], forms} {
+				want := respond(t, searchResult(context.Background(), sess, res, matched))
+
+				lists := &pendingLists{}
+				ctx := withPendingLists(context.Background(), lists)
+				out := searchResult(ctx, sess, res, matched)
+				s := &Server{}
+				s.afterCallTool(ctx, int64(7), nil, out)
+				msg := respond(t, out)
+				if !bytes.Contains(msg, contentPlaceholder) || structured && !bytes.Contains(msg, structuredPlaceholder) {
+					t.Fatalf("result %d: no placeholder in %s", i, msg)
+				}
+				pl, ok := lists.take(msg)
+				if !ok {
+					t.Fatalf("result %d: nothing pending for id 7", i)
+				}
+				if got := pl.splice(msg); !bytes.Equal(got, want) {
+					t.Errorf("structured=%v result %d with %d matches:\nspliced %s\nmcp-go  %s", structured, i, len(matched), got, want)
+				}
+			}
+		}
+	}
+}
+
+// respond encodes a tool call's response as mcp-go's transports do.
+func respond(t *testing.T, res *mcp.CallToolResult) []byte {
+	t.Helper()
+	msg, err := json.Marshal(mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(7)), Result: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg
+}
