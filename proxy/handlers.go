@@ -344,10 +344,14 @@ func schemaOrEmpty(s json.RawMessage) json.RawMessage {
 // during a call (progress, upstream log messages). Over streamable HTTP a forwarder moves them
 // onto the request's stream, and one it holds when the handler returns is dropped (a race in
 // mcp-go); the last message of a call is sent just before its result, so it would be lost
-// most often.
+// most often. Over stdio a marker sent after them tells exactly when they are written (see
+// flushes), so that the result follows them, not a guess of forwardGrace later.
 func flushNotifications(ctx context.Context) {
 	cs := server.ClientSessionFromContext(ctx)
 	if cs == nil {
+		return
+	}
+	if f := flushesFrom(ctx); f != nil && f.flush(ctx) {
 		return
 	}
 	ch := cs.NotificationChannel()
@@ -361,8 +365,8 @@ func flushNotifications(ctx context.Context) {
 }
 
 // forwardGrace is how long a call that forwarded notifications waits, once they are all
-// taken, before returning its result.
-const forwardGrace = 20 * time.Millisecond
+// taken, before returning its result. A variable for tests only.
+var forwardGrace = 20 * time.Millisecond
 
 type forwardCountKey struct{}
 

@@ -138,11 +138,16 @@ type responseWatcher struct {
 	lists *pendingLists
 	// answered, if set, is told the id of each answer written (see drainReader).
 	answered func(id []byte)
+	// flushes, if set, has the flush markers to take out of the output (see flushes).
+	flushes *flushes
 }
 
 // Write writes p, one JSON-RPC message, spliced if it is pending, and then, if it was a
 // pending tools/list response, marks its session listed.
 func (rw *responseWatcher) Write(p []byte) (int, error) {
+	if rw.flushes.take(p) {
+		return len(p), nil
+	}
 	pl, listed := rw.lists.take(p)
 	msg := pl.splice(unwrapBigID(p))
 	rw.mu.Lock()

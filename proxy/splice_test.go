@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -70,4 +71,24 @@ func respond(t *testing.T, res *mcp.CallToolResult) []byte {
 		t.Fatal(err)
 	}
 	return msg
+}
+
+// TestCallFlushesOverStdio: a call that unlocks a tool announces it, and over stdio its
+// result follows the notification as soon as that is written, with no flush marker in the
+// output: forwardGrace, stretched to a minute here, is not waited out.
+func TestCallFlushesOverStdio(t *testing.T) {
+	defer func(g time.Duration) { forwardGrace = g }(forwardGrace)
+	forwardGrace = time.Minute
+	c := newTranscript(t, newGoldenProxy(t))
+	c.initialize()
+	for _, tool := range []string{"gh__create_issue", "gh__list_issues", "chat__send_message"} {
+		id := c.send("tools/call", map[string]any{"name": CallTool, "arguments": map[string]any{"name": tool, "arguments": map[string]any{}}})
+		c.expect("notifications/tools/list_changed")
+		c.expect(id)
+	}
+	for _, s := range c.sections {
+		if bytes.Contains(s.data, []byte(flushMethod)) {
+			t.Errorf("a flush marker was written: %s", s.data)
+		}
+	}
 }

@@ -30,13 +30,13 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	// Its output passes through a responseWatcher, so the re-list handshake can wait for
 	// the tools/list response to be written (see session, step 4), and so that lists are
 	// spliced (see pendingLists).
-	watcher := &responseWatcher{w: out, lists: &pendingLists{relist: true}}
+	watcher := &responseWatcher{w: out, lists: &pendingLists{relist: true}, flushes: &flushes{mcp: s.mcp}}
 	stdio.SetContextFunc(func(ctx context.Context) context.Context {
 		sess := s.sessionFrom(ctx)
 		sess.mu.Lock()
 		sess.watched = true
 		sess.mu.Unlock()
-		return withPendingLists(ctx, watcher.lists)
+		return withFlushes(withPendingLists(ctx, watcher.lists), watcher.flushes)
 	})
 	listen, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
@@ -242,4 +242,82 @@ func responseID(p []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return p[start:end], true
+}
+
+// flushMethod is the method of the flush markers (see flushes). It is never written out.
+const flushMethod = "notifications/toolsift/flush"
+
+var flushPrefix = []byte(`{"jsonrpc":"2.0","method":"` + flushMethod + `"`)
+
+// flushes lets a call wait until every notification queued to its stdio session so far has
+// been written: mcp-go writes a session's notifications one at a time, in the order they
+// were queued, so once a marker queued after them reaches the output, they are out. The
+// responseWatcher takes the marker out there.
+type flushes struct {
+	mcp *server.MCPServer // fixed at creation
+
+	mu      sync.Mutex // guards next and waiting
+	next    int64
+	waiting map[int64]chan struct{}
+}
+
+type flushesKey struct{}
+
+func withFlushes(ctx context.Context, f *flushes) context.Context {
+	return context.WithValue(ctx, flushesKey{}, f)
+}
+
+func flushesFrom(ctx context.Context) *flushes {
+	f, _ := ctx.Value(flushesKey{}).(*flushes)
+	return f
+}
+
+// flush queues a marker to ctx's session and waits until it reaches the output, for up to
+// 200 ms. It reports false when no marker could be queued (the session's queue is full).
+func (f *flushes) flush(ctx context.Context) bool {
+	f.mu.Lock()
+	f.next++
+	n := f.next
+	done := make(chan struct{})
+	if f.waiting == nil {
+		f.waiting = map[int64]chan struct{}{}
+	}
+	f.waiting[n] = done
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.waiting, n)
+		f.mu.Unlock()
+	}()
+	if err := f.mcp.SendNotificationToClient(ctx, flushMethod, map[string]any{"n": n}); err != nil {
+		return false
+	}
+	t := time.NewTimer(200 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return true
+}
+
+// take reports whether msg is a flush marker, and if so wakes its waiter.
+func (f *flushes) take(msg []byte) bool {
+	if f == nil || !bytes.HasPrefix(msg, flushPrefix) {
+		return false
+	}
+	var m struct {
+		Params struct {
+			N int64 `json:"n"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(msg, &m)
+	f.mu.Lock()
+	if done, ok := f.waiting[m.Params.N]; ok {
+		close(done)
+		delete(f.waiting, m.Params.N)
+	}
+	f.mu.Unlock()
+	return true
 }
