@@ -406,12 +406,12 @@ func BenchmarkSessions(b *testing.B) {
 	}
 }
 
-// BenchmarkHTTPSessionMemory opens 100 sessions over streamable HTTP, each of which calls a
-// tool, with and without a held GET stream, and reports the heap each costs the server
-// (toolsift and mcp-go's server) and the client side of the same process, told apart by
-// where the memory still in use was allocated.
+// BenchmarkHTTPSessionMemory opens 100 sessions over streamable HTTP, each of which searches
+// (unlocking 5 tools) and calls a tool, with and without a held GET stream, and reports the
+// heap each costs the server (toolsift and mcp-go's server) and the client side of the same
+// process, told apart by where the memory still in use was allocated.
 func BenchmarkHTTPSessionMemory(b *testing.B) {
-	url, _ := proxyOver(b, echoUpstream(b, 1))
+	url, _ := proxyOver(b, echoUpstream(b, 20))
 	const n = 100
 	for _, stream := range []bool{false, true} {
 		b.Run(fmt.Sprintf("stream=%v", stream), func(b *testing.B) {
@@ -422,6 +422,9 @@ func BenchmarkHTTPSessionMemory(b *testing.B) {
 				var clients []*client.Client
 				for range n {
 					c := dialHTTP(b, url, stream)
+					if _, err := callTool(c, SearchTool, map[string]any{"query": "echo tool", "max_results": 5}); err != nil {
+						b.Fatal(err)
+					}
 					if _, err := callTool(c, "call_tool", map[string]any{"name": "up__tool_000"}); err != nil {
 						b.Fatal(err)
 					}
