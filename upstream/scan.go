@@ -101,3 +101,196 @@ func skipValue(s []byte, i int) int {
 	}
 	return -1
 }
+
+// maxDepth is how deeply encoding/json lets arrays and objects nest.
+const maxDepth = 10000
+
+// validJSON reports whether s is one JSON value, with whitespace around it, exactly as
+// json.Valid does, in a fraction of its time: json.Valid steps a state machine through a
+// call for each byte. Like it, it takes any bytes in a string but control characters, UTF-8
+// or not, and no arrays and objects nested deeper than maxDepth.
+func validJSON(s []byte) bool {
+	// open holds the arrays and objects the scan is in, '[' or '{', innermost last.
+	var stack [64]byte
+	open := stack[:0]
+	i := skipSpace(s, 0)
+	for {
+		// A value starts at s[i].
+		if i == len(s) {
+			return false
+		}
+		switch c := s[i]; c {
+		case '{', '[':
+			if len(open) == maxDepth {
+				return false
+			}
+			open = append(open, c)
+			i = skipSpace(s, i+1)
+			if i < len(s) && s[i] == c+2 { // } or ]
+				open = open[:len(open)-1]
+				i++
+				break
+			}
+			if c == '{' {
+				if i = validKey(s, i); i < 0 {
+					return false
+				}
+			}
+			continue
+		case '"':
+			if i = validString(s, i); i < 0 {
+				return false
+			}
+		case 't':
+			if !bytes.HasPrefix(s[i:], []byte("true")) {
+				return false
+			}
+			i += len("true")
+		case 'f':
+			if !bytes.HasPrefix(s[i:], []byte("false")) {
+				return false
+			}
+			i += len("false")
+		case 'n':
+			if !bytes.HasPrefix(s[i:], []byte("null")) {
+				return false
+			}
+			i += len("null")
+		default:
+			if i = validNumber(s, i); i < 0 {
+				return false
+			}
+		}
+		// A value ended before s[i]: the arrays and objects it ends, then a comma.
+		for {
+			i = skipSpace(s, i)
+			if len(open) == 0 {
+				return i == len(s)
+			}
+			if i == len(s) {
+				return false
+			}
+			if s[i] == ',' {
+				break
+			}
+			if s[i] != open[len(open)-1]+2 {
+				return false
+			}
+			open = open[:len(open)-1]
+			i++
+		}
+		i = skipSpace(s, i+1)
+		if open[len(open)-1] == '{' {
+			if i = validKey(s, i); i < 0 {
+				return false
+			}
+		}
+	}
+}
+
+// validKey returns where the value of the object member whose name starts at s[i] starts,
+// past its name, colon and whitespace, or -1 if they are not valid JSON.
+func validKey(s []byte, i int) int {
+	if i == len(s) || s[i] != '"' {
+		return -1
+	}
+	if i = validString(s, i); i < 0 {
+		return -1
+	}
+	i = skipSpace(s, i)
+	if i == len(s) || s[i] != ':' {
+		return -1
+	}
+	return skipSpace(s, i+1)
+}
+
+// plainByte holds the bytes that a JSON string may hold as they are: all but control
+// characters, quotes and backslashes.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// validString returns the index just past the valid JSON string that starts at s[i], or -1
+// if it is not one.
+func validString(s []byte, i int) int {
+	for i++; ; {
+		for i < len(s) && plainByte[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			return -1
+		}
+		switch s[i] {
+		case '"':
+			return i + 1
+		case '\\':
+		default:
+			return -1 // a control character
+		}
+		if i+1 == len(s) {
+			return -1
+		}
+		switch s[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			if i+6 > len(s) || !isHex(s[i+2]) || !isHex(s[i+3]) || !isHex(s[i+4]) || !isHex(s[i+5]) {
+				return -1
+			}
+			i += 6
+		default:
+			return -1
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// validNumber returns the index just past the JSON number that starts at s[i], or -1 if
+// none does. What follows it is the caller's to check.
+func validNumber(s []byte, i int) int {
+	if s[i] == '-' {
+		i++
+	}
+	switch {
+	case i == len(s):
+		return -1
+	case s[i] == '0':
+		i++
+	case '1' <= s[i] && s[i] <= '9':
+		i = skipDigits(s, i+1)
+	default:
+		return -1
+	}
+	if i < len(s) && s[i] == '.' {
+		if i++; i == len(s) || !isDigit(s[i]) {
+			return -1
+		}
+		i = skipDigits(s, i)
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		if i++; i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i == len(s) || !isDigit(s[i]) {
+			return -1
+		}
+		i = skipDigits(s, i)
+	}
+	return i
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// skipDigits returns the index of the first byte at or after i that is not a digit.
+func skipDigits(s []byte, i int) int {
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	return i
+}
