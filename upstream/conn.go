@@ -262,7 +262,8 @@ type RPCError struct {
 // Error says the error's code and message.
 func (e *RPCError) Error() string { return fmt.Sprintf("error %d: %s", e.Code, e.Message) }
 
-// listPage is one page of a list result, its items kept as the server sent them.
+// listPage is one page of a list result, its items kept as the server sent them. It is what
+// decodePage falls back on.
 type listPage struct {
 	Tools             []json.RawMessage `json:"tools"`
 	Prompts           []json.RawMessage `json:"prompts"`
@@ -270,6 +271,9 @@ type listPage struct {
 	ResourceTemplates []json.RawMessage `json:"resourceTemplates"`
 	NextCursor        json.RawMessage   `json:"nextCursor"`
 }
+
+// pageKeys are the JSON names of listPage's fields.
+var pageKeys = [...]string{"tools", "prompts", "resources", "resourceTemplates", "nextCursor"}
 
 // list returns the page's items of the named list.
 func (p *listPage) list(field string) []json.RawMessage {
@@ -301,23 +305,14 @@ func listPages(ctx context.Context, c Conn, method, field string) ([]json.RawMes
 		if err != nil {
 			return nil, err
 		}
-		// Decoded once: a page is most of what a server sends, and its items are copied
-		// and checked again by whoever parses them.
-		var page listPage
-		if err := json.Unmarshal(raw, &page); err != nil {
-			var typeErr *json.UnmarshalTypeError
-			switch {
-			case !errors.As(err, &typeErr) || typeErr.Field == "":
-				return nil, fmt.Errorf("%s: decoding result: %w", method, err)
-			case typeErr.Field == field:
-				return nil, fmt.Errorf("%s: decoding %s: %w", method, field, err)
-			}
-			// Another list than the one asked for is no concern of this one.
+		page, nextRaw, err := decodePage(method, field, raw)
+		if err != nil {
+			return nil, err
 		}
-		items = append(items, page.list(field)...)
+		items = append(items, page...)
 		var next string
-		if len(page.NextCursor) > 0 {
-			_ = json.Unmarshal(page.NextCursor, &next)
+		if len(nextRaw) > 0 {
+			_ = json.Unmarshal(nextRaw, &next)
 		}
 		if next == "" {
 			return items, nil
@@ -328,6 +323,73 @@ func listPages(ctx context.Context, c Conn, method, field string) ([]json.RawMes
 		seen[next] = true
 		cursor = next
 	}
+}
+
+// decodePage returns the items of the list named field on one page of a list result, each
+// exactly as the server sent it and valid JSON, and the page's raw nextCursor.
+func decodePage(method, field string, raw json.RawMessage) (items []json.RawMessage, next json.RawMessage, err error) {
+	// A page is most of what a server sends: it is scanned for its items (splitPage), and
+	// only a page that is unusual is decoded by encoding/json, whose errors and quirks are
+	// what this function is held to.
+	if items, next, ok := splitPage(raw, field); ok {
+		return items, next, nil
+	}
+	var page listPage
+	if err := json.Unmarshal(raw, &page); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case !errors.As(err, &typeErr) || typeErr.Field == "":
+			return nil, nil, fmt.Errorf("%s: decoding result: %w", method, err)
+		case typeErr.Field == field:
+			return nil, nil, fmt.Errorf("%s: decoding %s: %w", method, field, err)
+		}
+		// Another list than the one asked for is no concern of this one.
+	}
+	return page.list(field), page.NextCursor, nil
+}
+
+// splitPage returns what json.Unmarshal into a listPage makes of a page, without copying: the
+// items of the list named field and the raw nextCursor, as slices of raw. It reports false
+// for a page it cannot be sure of: one that is not valid JSON or not an object, that names a
+// member of listPage twice or as only encoding/json would match it (in another case, with an
+// escape), or whose list is neither an array nor null.
+func splitPage(raw json.RawMessage, field string) (items []json.RawMessage, next json.RawMessage, ok bool) {
+	if !validJSON(raw) {
+		return nil, nil, false
+	}
+	i := skipSpace(raw, 0)
+	if raw[i] != '{' {
+		return nil, nil, false
+	}
+	var seen [len(pageKeys)]bool
+	ok = eachMember(raw, i, func(key, value []byte) bool {
+		k, sure := matchKey(key, pageKeys[:])
+		switch {
+		case !sure || k >= 0 && seen[k]:
+			return false
+		case k < 0:
+			return true
+		}
+		seen[k] = true
+		switch pageKeys[k] {
+		case field:
+			if value[0] == 'n' { // null
+				return true
+			}
+			return value[0] == '[' && eachElement(value, 0, func(item []byte) bool {
+				items = append(items, item)
+				return true
+			})
+		case "nextCursor":
+			next = value
+		}
+		// Another list than the one asked for is no concern of this one, whatever it is.
+		return true
+	})
+	if !ok {
+		return nil, nil, false
+	}
+	return items, next, true
 }
 
 // Close ends the connection and, for a stdio server, stops its process and reaps it. It is

@@ -1,14 +1,20 @@
 package upstream
 
-import "bytes"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // The functions in this file read JSON by scanning it, for the paths that every listed tool
-// takes, where encoding/json's decoder would cost most of what a server's listing does.
+// takes (splitPage, plainSchema), where encoding/json's decoder costs most of what a server's
+// listing does. Each is held to what encoding/json does, and tells its callers when it is
+// unsure, for them to leave to encoding/json.
 
-// eachMember calls f with the name of each member of the JSON object at s[i], and where its
-// value starts, until f returns false. It reports false if f did, or if a name has an escape
-// in it, or if the object ends early. It checks little else: s should be valid JSON.
-func eachMember(s []byte, i int, f func(key []byte, value int) bool) bool {
+// eachMember calls f with the name of each member of the JSON object at s[i] and its value,
+// until f returns false. It reports false if f did, or if a name has an escape in it, or if
+// the object ends early. It checks little else: s should be valid JSON. The value is a slice
+// of s whose capacity ends with it, so that appending to it cannot write over s.
+func eachMember(s []byte, i int, f func(key, value []byte) bool) bool {
 	i++ // {
 	for {
 		i = skipSpace(s, i)
@@ -25,23 +31,94 @@ func eachMember(s []byte, i int, f func(key []byte, value int) bool) bool {
 		default:
 			return false
 		}
-		end := skipString(s, i)
-		if end < 0 || bytes.IndexByte(s[i:end], '\\') >= 0 {
+		kend := skipString(s, i)
+		if kend < 0 || bytes.IndexByte(s[i:kend], '\\') >= 0 {
 			return false
 		}
-		key := s[i+1 : end-1]
-		i = skipSpace(s, end)
+		key := s[i+1 : kend-1]
+		i = skipSpace(s, kend)
 		if i == len(s) || s[i] != ':' {
 			return false
 		}
 		i = skipSpace(s, i+1)
-		if i == len(s) || !f(key, i) {
+		if i == len(s) {
 			return false
 		}
-		if i = skipValue(s, i); i < 0 {
+		end := skipValue(s, i)
+		if end <= i || !f(key, s[i:end:end]) {
+			return false
+		}
+		i = end
+	}
+}
+
+// eachElement calls f with each element of the JSON array at s[i], until f returns false. It
+// reports false if f did, or if the array ends early. As eachMember, it checks little else,
+// and each element is a slice of s whose capacity ends with it.
+func eachElement(s []byte, i int, f func(value []byte) bool) bool {
+	i++ // [
+	for {
+		i = skipSpace(s, i)
+		if i == len(s) {
+			return false
+		}
+		switch s[i] {
+		case ']':
+			return true
+		case ',':
+			i++
+			continue
+		}
+		end := skipValue(s, i)
+		if end <= i || !f(s[i:end:end]) {
+			return false
+		}
+		i = end
+	}
+}
+
+// matchKey returns the index of the object member name key in names, or -1 if it is none of
+// them. It reports false for a key that encoding/json might match to one of names though it
+// differs from it: one that differs only in case, or any outside ASCII (encoding/json folds
+// K and ſ to k and s). Its callers leave objects with such keys to encoding/json. names must
+// be ASCII.
+func matchKey(key []byte, names []string) (int, bool) {
+	for i, n := range names {
+		if string(key) == n {
+			return i, true
+		}
+	}
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			return -1, false
+		}
+	}
+	for _, n := range names {
+		if asciiEqualFold(key, n) {
+			return -1, false
+		}
+	}
+	return -1, true
+}
+
+// asciiEqualFold reports whether a and b, both ASCII, are equal but for case.
+func asciiEqualFold(a []byte, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		if lowerASCII(a[i]) != lowerASCII(b[i]) {
 			return false
 		}
 	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // skipSpace returns the index of the first byte at or after i that is not JSON whitespace.

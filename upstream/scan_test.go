@@ -29,6 +29,11 @@ func TestValidJSON(t *testing.T) {
 			t.Errorf("validJSON(%.100q) = %v, want %v", s, got, want)
 		}
 	}
+	for _, s := range hostileTools {
+		if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("validJSON(%.100q) = %v, want %v", s, got, want)
+		}
+	}
 }
 
 // FuzzValidJSON: validJSON is json.Valid.

@@ -113,16 +113,16 @@ func plainSchema(s []byte) bool {
 		return false
 	}
 	typed, props := false, false
-	ok := eachMember(s, i, func(key []byte, value int) bool {
+	ok := eachMember(s, i, func(key, value []byte) bool {
 		switch string(key) {
 		case "type":
 			typed = true
 		case "properties":
-			if props || s[value] != '{' {
+			if props || value[0] != '{' {
 				return false
 			}
 			props = true
-			return eachMember(s, value, func(name []byte, _ int) bool { return legalProperty(name) })
+			return eachMember(value, 0, func(name, _ []byte) bool { return legalProperty(name) })
 		}
 		return true
 	})
