@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,9 +13,9 @@ import (
 	"testing"
 )
 
-// The tests in this file hold listPages and ParseTool to what toolsift did before listPages
-// scanned pages itself: decode each with encoding/json. oldListPages and oldParseTool are
-// that code, as it was.
+// The tests in this file hold listPages, ParseTool and parseValidTool to what toolsift did
+// before they scanned pages, tools and schemas themselves: decode each with encoding/json.
+// oldListPages, oldParseTool and oldRepairSchema are that code, as it was.
 
 func oldListPages(ctx context.Context, c Conn, method, field string) ([]json.RawMessage, error) {
 	// Of the same name as it was, for encoding/json's errors.
@@ -89,13 +90,109 @@ func oldParseTool(raw json.RawMessage) (Tool, error) {
 	if len(t.Meta) > 0 {
 		_ = json.Unmarshal(t.Meta, &meta)
 	}
-	schema, args, repairs := repairSchema(t.InputSchema)
+	schema, args, repairs := oldRepairSchema(t.InputSchema)
 	return Tool{
 		Name: t.Name, Title: t.Title, Description: t.Description,
 		InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
 		Meta: t.Meta, Icons: t.Icons, Execution: t.Execution,
 		AlwaysLoad: meta.AlwaysLoad, Args: args, Repairs: repairs,
 	}, nil
+}
+
+// oldRepairSchema is repairSchema as it was, without its shortcut for schemas that need
+// nothing (which it returns as they are): what the shortcut and the scans since are held to.
+func oldRepairSchema(s json.RawMessage) (out json.RawMessage, args map[string]string, repairs []string) {
+	out = oldObjectSchema(s)
+	if !bytes.Equal(out, s) {
+		repairs = append(repairs, `added "type": "object"`)
+	}
+	top, err := oldObjectFields(out)
+	if err != nil {
+		return out, nil, repairs
+	}
+	pi := top.index("properties")
+	if pi < 0 {
+		return out, nil, repairs
+	}
+	props, err := oldObjectFields(top[pi].value)
+	if err != nil {
+		return out, nil, repairs
+	}
+	taken := map[string]bool{}
+	for _, p := range props {
+		taken[p.key] = true
+	}
+	for i, p := range props {
+		if legalProperty(p.key) {
+			continue
+		}
+		safe := safeProperty(p.key, taken)
+		taken[safe] = true
+		if args == nil {
+			args = map[string]string{}
+		}
+		args[safe] = p.key
+		props[i].key = safe
+		repairs = append(repairs, fmt.Sprintf("renamed property %q to %q", p.key, safe))
+	}
+	if args == nil {
+		return out, nil, repairs
+	}
+	top[pi].value = props.encode()
+	if ri := top.index("required"); ri >= 0 {
+		var required []string
+		if json.Unmarshal(top[ri].value, &required) == nil {
+			back := map[string]string{}
+			for safe, orig := range args {
+				back[orig] = safe
+			}
+			for i, name := range required {
+				if safe, ok := back[name]; ok {
+					required[i] = safe
+				}
+			}
+			top[ri].value, _ = json.Marshal(required)
+		}
+	}
+	return top.encode(), args, repairs
+}
+
+func oldObjectFields(raw json.RawMessage) (fields, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	var out fields
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, field{key: tok.(string), value: v})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func oldObjectSchema(s json.RawMessage) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(s, &fields) != nil || fields == nil {
+		return s
+	}
+	if _, ok := fields["type"]; ok {
+		return s
+	}
+	rest := bytes.TrimLeft(bytes.TrimSpace(s)[1:], " \t\r\n")
+	if rest[0] == '}' {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return append(json.RawMessage(`{"type":"object",`), rest...)
 }
 
 // pageConn answers any list request from pages, by cursor.
@@ -153,7 +250,7 @@ func sameAsBefore(t *testing.T, pages pageConn) {
 	t.Helper()
 	for _, field := range []string{"tools", "prompts"} {
 		old := listWith(pages, field, oldListPages, oldParseTool)
-		got := listWith(pages, field, listPages, ParseTool)
+		got := listWith(pages, field, listPages, parseValidTool)
 		if got.err != old.err {
 			t.Errorf("listPages(%.200q, %s) error = %q, want %q", pages[""], field, got.err, old.err)
 		}
@@ -166,7 +263,7 @@ func sameAsBefore(t *testing.T, pages pageConn) {
 				t.Errorf("listPages(%.200q, %s)[%d] = %.200s, want %.200s", pages[""], field, i, got.raws[i], old.raws[i])
 			}
 			if got.errs[i] != old.errs[i] || !reflect.DeepEqual(got.tools[i], old.tools[i]) {
-				t.Errorf("ParseTool(%.200s) = %+.300v, %q; want %+.300v, %q", old.raws[i], got.tools[i], got.errs[i], old.tools[i], old.errs[i])
+				t.Errorf("parseValidTool(%.200s) = %+.300v, %q; want %+.300v, %q", old.raws[i], got.tools[i], got.errs[i], old.tools[i], old.errs[i])
 			}
 		}
 		// The cache keeps the raw tools as json.Marshal writes them.

@@ -2,13 +2,17 @@ package upstream
 
 import (
 	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
 // The functions in this file read JSON by scanning it, for the paths that every listed tool
-// takes (splitPage, plainSchema), where encoding/json's decoder costs most of what a server's
-// listing does. Each is held to what encoding/json does, and tells its callers when it is
-// unsure, for them to leave to encoding/json.
+// takes (splitPage, splitTool, plainSchema), where encoding/json's decoder costs most of what
+// a server's listing does. Each is held to what encoding/json does, and tells its callers
+// when it is unsure, for them to leave to encoding/json.
 
 // eachMember calls f with the name of each member of the JSON object at s[i] and its value,
 // until f returns false. It reports false if f did, or if a name has an escape in it, or if
@@ -177,6 +181,84 @@ func skipValue(s []byte, i int) int {
 		return i // a number, true, false or null that ends s
 	}
 	return -1
+}
+
+// jsonString decodes a valid JSON value into a string as encoding/json does, null being "";
+// it reports false for any other value than a string or null.
+func jsonString(v []byte) (string, bool) {
+	switch v[0] {
+	case 'n':
+		return "", true
+	case '"':
+	default:
+		return "", false
+	}
+	s := v[1 : len(v)-1]
+	if !utf8.Valid(s) {
+		// encoding/json replaces each byte that is not UTF-8.
+		var out string
+		err := json.Unmarshal(v, &out)
+		return out, err == nil
+	}
+	i := bytes.IndexByte(s, '\\')
+	if i < 0 {
+		return string(s), true
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for ; i >= 0; i = bytes.IndexByte(s, '\\') {
+		b.Write(s[:i])
+		c := s[i+1]
+		s = s[i+2:]
+		switch c {
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			r := hex4(s)
+			s = s[4:]
+			if utf16.IsSurrogate(r) {
+				// Half of a pair, whose other half must follow, or a character
+				// that is not there.
+				r2 := rune(-1)
+				if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
+					r2 = hex4(s[2:])
+				}
+				if r = utf16.DecodeRune(r, r2); r != unicode.ReplacementChar {
+					s = s[6:]
+				}
+			}
+			b.WriteRune(r)
+		default: // " \ /
+			b.WriteByte(c)
+		}
+	}
+	b.Write(s)
+	return b.String(), true
+}
+
+// hex4 returns the value of the four hexadecimal digits s starts with.
+func hex4(s []byte) rune {
+	var r rune
+	for _, c := range s[:4] {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c <= 'F':
+			c -= 'A' - 10
+		default:
+			c -= 'a' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // maxDepth is how deeply encoding/json lets arrays and objects nest.

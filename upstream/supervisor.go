@@ -180,11 +180,12 @@ func (s *server) list(ctx context.Context, conn Conn) ([]Tool, []json.RawMessage
 }
 
 // toolsFrom turns the server's raw tools, listed or cached, into catalog tools, applying its
-// configuration and naming them (see ExposedName).
+// configuration and naming them (see ExposedName). Each raw tool is valid JSON, as listPages
+// and the cache's decoding leave them.
 func (s *server) toolsFrom(raws []json.RawMessage) []Tool {
 	tools := make([]Tool, 0, len(raws))
 	for _, raw := range raws {
-		t, err := ParseTool(raw)
+		t, err := parseValidTool(raw)
 		if err != nil {
 			s.log.Warn("upstream tool skipped", "error", err)
 			continue

@@ -41,37 +41,129 @@ type Tool struct {
 
 // ParseTool decodes one tool of a tools/list result.
 func ParseTool(raw json.RawMessage) (Tool, error) {
-	var t struct {
-		Name         string          `json:"name"`
-		Title        string          `json:"title"`
-		Description  string          `json:"description"`
-		InputSchema  json.RawMessage `json:"inputSchema"`
-		OutputSchema json.RawMessage `json:"outputSchema"`
-		Annotations  json.RawMessage `json:"annotations"`
-		Meta         json.RawMessage `json:"_meta"`
-		Icons        json.RawMessage `json:"icons"`
-		Execution    json.RawMessage `json:"execution"`
-	}
-	if err := json.Unmarshal(raw, &t); err != nil {
+	if !validJSON(raw) {
+		_, err := decodeTool(raw) // for its error
 		return Tool{}, err
+	}
+	return parseValidTool(raw)
+}
+
+// parseValidTool is ParseTool for a tool known to be valid JSON, as listPages and the cache
+// leave them, which it does not check again. The tool's raw members are slices of raw.
+func parseValidTool(raw json.RawMessage) (Tool, error) {
+	t, ok := splitTool(raw)
+	if !ok {
+		var err error
+		if t, err = decodeTool(raw); err != nil {
+			return Tool{}, err
+		}
 	}
 	if t.Name == "" {
 		return Tool{}, errors.New("tool without a name")
-	}
-	var meta struct {
-		AlwaysLoad bool `json:"anthropic/alwaysLoad"`
-	}
-	if len(t.Meta) > 0 {
-		_ = json.Unmarshal(t.Meta, &meta)
 	}
 	schema, args, repairs := repairSchema(t.InputSchema)
 	return Tool{
 		Name: t.Name, Title: t.Title, Description: t.Description,
 		InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
 		Meta: t.Meta, Icons: t.Icons, Execution: t.Execution,
-		AlwaysLoad: meta.AlwaysLoad, Args: args, Repairs: repairs,
+		AlwaysLoad: alwaysLoaded(t.Meta), Args: args, Repairs: repairs,
 	}, nil
 }
+
+// toolFields are the members of a tool that ParseTool reads. It is an alias of a struct
+// without a name, so that encoding/json's errors name its fields as they always have
+// ("Go struct field .name of type string"): they are logged for each tool skipped.
+type toolFields = struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema"`
+	Annotations  json.RawMessage `json:"annotations"`
+	Meta         json.RawMessage `json:"_meta"`
+	Icons        json.RawMessage `json:"icons"`
+	Execution    json.RawMessage `json:"execution"`
+}
+
+// toolKeys are the JSON names of toolFields' fields, in their order.
+var toolKeys = [...]string{"name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta", "icons", "execution"}
+
+// decodeTool decodes a tool's members with encoding/json, which is what splitTool is held to.
+func decodeTool(raw json.RawMessage) (toolFields, error) {
+	var t toolFields
+	err := json.Unmarshal(raw, &t)
+	return t, err
+}
+
+// splitTool returns what decodeTool makes of a valid tool, without copying its raw members:
+// they are slices of raw. It reports false for a tool it cannot be sure of: one that is not
+// an object, that names a member of toolFields twice or as only encoding/json would match it
+// (in another case, with an escape), or whose name, title or description is not a string.
+// Those are decodeTool's, and tools that are not valid JSON are nobody's.
+func splitTool(raw json.RawMessage) (toolFields, bool) {
+	var t toolFields
+	if len(raw) == 0 || raw[0] != '{' {
+		return t, false
+	}
+	var seen [len(toolKeys)]bool
+	ok := eachMember(raw, 0, func(key, value []byte) bool {
+		k, sure := matchKey(key, toolKeys[:])
+		switch {
+		case !sure || k >= 0 && seen[k]:
+			return false
+		case k < 0:
+			return true
+		}
+		seen[k] = true
+		var ok bool
+		switch k {
+		case 0:
+			t.Name, ok = jsonString(value)
+			return ok
+		case 1:
+			t.Title, ok = jsonString(value)
+			return ok
+		case 2:
+			t.Description, ok = jsonString(value)
+			return ok
+		case 3:
+			t.InputSchema = value
+		case 4:
+			t.OutputSchema = value
+		case 5:
+			t.Annotations = value
+		case 6:
+			t.Meta = value
+		case 7:
+			t.Icons = value
+		case 8:
+			t.Execution = value
+		}
+		return true
+	})
+	return t, ok
+}
+
+// alwaysLoaded reports whether a tool's raw _meta says "anthropic/alwaysLoad": true.
+func alwaysLoaded(meta json.RawMessage) bool {
+	if len(meta) == 0 {
+		return false
+	}
+	if meta[0] == '{' && eachMember(meta, 0, func(key, _ []byte) bool {
+		k, sure := matchKey(key, metaKeys[:])
+		return sure && k < 0
+	}) {
+		return false // the key is not there; most tools' _meta is like this
+	}
+	var m struct {
+		AlwaysLoad bool `json:"anthropic/alwaysLoad"`
+	}
+	_ = json.Unmarshal(meta, &m)
+	return m.AlwaysLoad
+}
+
+// metaKeys are the members of a tool's _meta that ParseTool reads.
+var metaKeys = [...]string{"anthropic/alwaysLoad"}
 
 // LoadTools reads a tools/list result ({"tools": [...]}) from a file, as the tools of a server
 // named after the file's base name without its extension.
@@ -89,7 +181,7 @@ func LoadTools(file string) ([]Tool, error) {
 	server := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	tools := make([]Tool, 0, len(list.Tools))
 	for i, raw := range list.Tools {
-		t, err := ParseTool(raw)
+		t, err := parseValidTool(raw) // json.Unmarshal checked them
 		if err != nil {
 			return nil, fmt.Errorf("%s: tool %d: %w", file, i, err)
 		}
