@@ -136,51 +136,74 @@ func skipSpace(s []byte, i int) int {
 // skipString returns the index just past the JSON string that starts at s[i], or -1 if it
 // does not end.
 func skipString(s []byte, i int) int {
-	for i++; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '"':
+	open := i
+	for i++; ; i++ {
+		// Strings are most of JSON's bytes, and IndexByte takes them many at a time.
+		j := bytes.IndexByte(s[i:], '"')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		// The quote ends the string unless an odd number of backslashes escape it.
+		k := i
+		for k > open+1 && s[k-1] == '\\' {
+			k--
+		}
+		if (i-k)%2 == 0 {
 			return i + 1
 		}
 	}
-	return -1
 }
 
 // skipValue returns the index just past the JSON value that starts at s[i], or -1 if it
 // does not end.
 func skipValue(s []byte, i int) int {
+	switch s[i] {
+	case '"':
+		return skipString(s, i)
+	case '{', '[':
+	default:
+		// A number, true, false or null.
+		for i < len(s) && !endsLiteral[s[i]] {
+			i++
+		}
+		return i
+	}
 	depth := 0
-	for i < len(s) {
+	for {
+		for i < len(s) && !structural[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			return -1
+		}
 		switch s[i] {
 		case '"':
 			if i = skipString(s, i); i < 0 {
 				return -1
 			}
-			if depth == 0 {
-				return i
-			}
 			continue
 		case '{', '[':
 			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i // the end of a number, true, false or null
-			}
+		default: // } or ]
 			if depth--; depth == 0 {
 				return i + 1
-			}
-		case ',', ' ', '\t', '\n', '\r':
-			if depth == 0 {
-				return i
 			}
 		}
 		i++
 	}
-	if depth == 0 {
-		return i // a number, true, false or null that ends s
+}
+
+// structural holds the bytes skipValue stops at in an array or object; endsLiteral, those
+// that end a number, true, false or null.
+var structural, endsLiteral = byteSet(`"{}[]`), byteSet(", \t\n\r}]")
+
+// byteSet returns the set of the bytes in s.
+func byteSet(s string) (set [256]bool) {
+	for i := range len(s) {
+		set[s[i]] = true
 	}
-	return -1
+	return set
 }
 
 // jsonString decodes a valid JSON value into a string as encoding/json does, null being "";
