@@ -425,6 +425,34 @@ func TestDecodeCatalogsAsBefore(t *testing.T) {
 	}
 }
 
+// TestSchemaScansAsBefore: objectFields, which also renames a call's arguments, and
+// objectSchema scan objects as they decoded them, valid JSON or not.
+func TestSchemaScansAsBefore(t *testing.T) {
+	for _, s := range append(append(hostileTools, validJSONCases...),
+		`{"a<":1,"b":[1,2],"c":{"d":"e"}}`, ` { "a" : 1 , "b\u003c" : 2 } `, `{"a":1,}`, `{"a":1}x`, `{"a" 1}`, `{"a":1,"a":2}`, "{\"\xff\":1}", `{"type":1}`, `{"\u0074ype":1}`, `{"x":{"type":1}}`,
+	) {
+		schemaScansAsBefore(t, s)
+	}
+}
+
+func schemaScansAsBefore(t *testing.T, s string) {
+	t.Helper()
+	got, gotErr := objectFields(json.RawMessage(s))
+	want, wantErr := oldObjectFields(json.RawMessage(s))
+	if errString(gotErr) != errString(wantErr) || len(got) != len(want) {
+		t.Errorf("objectFields(%.200q) = %d fields, %v; want %d, %v", s, len(got), gotErr, len(want), wantErr)
+	} else {
+		for i := range want {
+			if got[i].key != want[i].key || string(got[i].value) != string(want[i].value) {
+				t.Errorf("objectFields(%.200q)[%d] = %q: %.100s; want %q: %.100s", s, i, got[i].key, got[i].value, want[i].key, want[i].value)
+			}
+		}
+	}
+	if got, want := objectSchema(json.RawMessage(s)), oldObjectSchema(json.RawMessage(s)); string(got) != string(want) {
+		t.Errorf("objectSchema(%.200q) = %.200s, want %.200s", s, got, want)
+	}
+}
+
 // FuzzDecodeAsBefore: any page decodes as it did.
 func FuzzDecodeAsBefore(f *testing.F) {
 	for _, pages := range hostilePages {
@@ -442,5 +470,6 @@ func FuzzDecodeAsBefore(f *testing.F) {
 		if errString(gotErr) != errString(wantErr) || !reflect.DeepEqual(got, want) {
 			t.Errorf("ParseTool(%q) = %+v, %v; want %+v, %v", page, got, gotErr, want, wantErr)
 		}
+		schemaScansAsBefore(t, page)
 	})
 }

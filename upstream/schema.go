@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxPropertyLen is the longest property name Anthropic's API accepts, as it accepts only
@@ -189,6 +190,16 @@ type fields []field
 
 // objectFields splits a JSON object into its members, in order.
 func objectFields(raw json.RawMessage) (fields, error) {
+	// Most objects' member names have no escapes and are UTF-8, and need no decoding.
+	if i := skipSpace(raw, 0); validJSON(raw) && raw[i] == '{' {
+		var out fields
+		if eachMember(raw, i, func(key, value []byte) bool {
+			out = append(out, field{key: string(key), value: value})
+			return utf8.Valid(key)
+		}) {
+			return out, nil
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, fmt.Errorf("not a JSON object")
@@ -244,11 +255,7 @@ func (fs fields) encode() json.RawMessage {
 // lack it), which behind toolsift would take tool_search with it. A schema that says it, or
 // says another type, or is not a JSON object, is kept byte for byte.
 func objectSchema(s json.RawMessage) json.RawMessage {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(s, &fields) != nil || fields == nil {
-		return s
-	}
-	if _, ok := fields["type"]; ok {
+	if !untypedObject(s) {
 		return s
 	}
 	rest := bytes.TrimLeft(bytes.TrimSpace(s)[1:], " \t\r\n")
@@ -256,4 +263,24 @@ func objectSchema(s json.RawMessage) json.RawMessage {
 		return json.RawMessage(`{"type":"object"}`)
 	}
 	return append(json.RawMessage(`{"type":"object",`), rest...)
+}
+
+// untypedObject reports whether s is a JSON object without a "type" member.
+func untypedObject(s json.RawMessage) bool {
+	i := skipSpace(s, 0)
+	if !validJSON(s) || s[i] != '{' {
+		return false // not JSON, null, an array, …
+	}
+	typed := false
+	if eachMember(s, i, func(key, _ []byte) bool {
+		typed = string(key) == "type"
+		return !typed
+	}) || typed {
+		return !typed
+	}
+	// A name with an escape, which only decoding can tell from "type".
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(s, &fields)
+	_, typed = fields["type"]
+	return !typed
 }
