@@ -191,9 +191,12 @@ func New(ups Upstreams, opts Options) *Server {
 	// when a server connects with what it had, they would be announced as a change.
 	s.syncPromptsAndResources()
 	// The cached catalogs' tools get their vectors from now on, not at the first change,
-	// and their index is built before the first search.
+	// and their index is built before the first search: once the client's handshake is
+	// likely over (see startupIndexDelay), or at once if a search or a change comes first.
 	s.trackEmbeddings()
-	s.kickIndex()
+	s.indexer.mu.Lock()
+	s.indexer.deferred = time.AfterFunc(startupIndexDelay, s.kickIndex)
+	s.indexer.mu.Unlock()
 	return s
 }
 
