@@ -365,7 +365,8 @@ func flushNotifications(ctx context.Context) {
 }
 
 // forwardGrace is how long a call that forwarded notifications waits, once they are all
-// taken, before returning its result. A variable for tests only.
+// taken, before returning its result, where no flush marker tells when they are written
+// (every transport but stdio). A variable for tests only.
 var forwardGrace = 20 * time.Millisecond
 
 type forwardCountKey struct{}

@@ -355,13 +355,7 @@ func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsReq
 	lists := pendingListsFrom(ctx)
 	pl := pendingList{version: version}
 	if lists != nil && len(forms) > 0 {
-		result.Tools = []mcp.Tool{listPlaceholder}
 		pl.tools = forms
-	} else {
-		result.Tools = make([]mcp.Tool, 0, len(forms))
-		for _, f := range forms {
-			result.Tools = append(result.Tools, f.tool)
-		}
 	}
 	if !all {
 		s.log.Debug("tools listed", "session", sess.id, "tools", len(forms), "version", version)
@@ -372,11 +366,20 @@ func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsReq
 	if relist {
 		pl.sess = sess
 	}
+	pending := false
 	if pl.tools != nil || relist {
 		key, _ := json.Marshal(id)
-		lists.add(string(key), pl)
+		pending = lists.add(string(key), pl)
 	}
-	if !relist {
+	if pending && pl.tools != nil {
+		result.Tools = []mcp.Tool{listPlaceholder}
+	} else {
+		result.Tools = make([]mcp.Tool, 0, len(forms))
+		for _, f := range forms {
+			result.Tools = append(result.Tools, f.tool)
+		}
+	}
+	if !pending || !relist {
 		sess.markListed(version)
 	}
 }

@@ -70,14 +70,21 @@ func pendingListsFrom(ctx context.Context) *pendingLists {
 }
 
 // add records a response about to be written.
-func (p *pendingLists) add(id string, pl pendingList) {
+// It reports false, and records nothing, when a response with the same id is pending: a
+// client that reuses an id in flight would have the two told apart by nothing, and each is
+// then written as mcp-go encodes it, unspliced.
+func (p *pendingLists) add(id string, pl pendingList) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.m == nil {
 		p.m = map[string]pendingList{}
 	}
+	if _, taken := p.m[id]; taken {
+		return false
+	}
 	p.m[id] = pl
 	p.n.Store(int32(len(p.m)))
+	return true
 }
 
 // take returns, and forgets, the pending list that msg answers, if any. msg is a message as
@@ -130,8 +137,9 @@ func spliceTools(msg []byte, tools []*form) []byte {
 	return append(out, msg[at+len(listPlaceholderJSON):]...)
 }
 
-// responseWatcher passes a transport's output through, splicing tools into tools/list
-// responses, and reports each once it has been written (step 4).
+// responseWatcher passes a transport's output through: it splices the responses pending in
+// lists (tools/list, tool_search), takes flush markers out (see flushes), and reports each
+// tools/list response once it has been written (step 4).
 type responseWatcher struct {
 	mu    sync.Mutex // serializes writes to w: mcp-go's, and toolsift's own refusals
 	w     io.Writer
@@ -142,8 +150,8 @@ type responseWatcher struct {
 	flushes *flushes
 }
 
-// Write writes p, one JSON-RPC message, spliced if it is pending, and then, if it was a
-// pending tools/list response, marks its session listed.
+// Write writes p, one JSON-RPC message, spliced if it is pending, unless it is a flush
+// marker, and then, if it was a pending tools/list response, marks its session listed.
 func (rw *responseWatcher) Write(p []byte) (int, error) {
 	if rw.flushes.take(p) {
 		return len(p), nil
@@ -207,15 +215,20 @@ func (s *Server) afterCallTool(ctx context.Context, id any, _ *mcp.CallToolReque
 		return
 	}
 	pl := pendingList{content: text.item}
-	if len(res.RawStructuredContent) > 0 {
+	structured := len(res.RawStructuredContent) > 0
+	if structured {
 		// As mcp-go writes raw JSON: with <, > and & escaped.
 		var b bytes.Buffer
 		json.HTMLEscape(&b, res.RawStructuredContent)
 		pl.structured = b.Bytes()
+	}
+	if !lists.add(string(key), pl) {
+		return
+	}
+	if structured {
 		res.RawStructuredContent = structuredPlaceholder
 	}
 	text.placeheld = true
-	lists.add(string(key), pl)
 }
 
 // replace returns msg with the first old in it replaced by new.

@@ -92,3 +92,30 @@ func TestCallFlushesOverStdio(t *testing.T) {
 		}
 	}
 }
+
+// TestSplicedIDTwice: a second response pending under an id already pending (a client that
+// reuses an id in flight) is written as mcp-go encodes it, never with a placeholder, and the
+// first is still spliced.
+func TestSplicedIDTwice(t *testing.T) {
+	f := newForm(upstream.Tool{Exposed: "a__x", Server: "a", Description: "X <y>.", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	sess := &session{client: "golden"} // structured too
+	res := SearchResult{Query: "x", Unlocked: []string{}, Hint: "h"}
+	want := respond(t, searchResult(context.Background(), sess, res, []*form{f}))
+	lists := &pendingLists{}
+	ctx := withPendingLists(context.Background(), lists)
+	s := &Server{}
+	first, second := searchResult(ctx, sess, res, []*form{f}), searchResult(ctx, sess, res, []*form{f})
+	s.afterCallTool(ctx, int64(7), nil, first)
+	s.afterCallTool(ctx, int64(7), nil, second)
+	if got := respond(t, second); !bytes.Equal(got, want) {
+		t.Errorf("second response under id 7:\n%s\nwant %s", got, want)
+	}
+	msg := respond(t, first)
+	pl, ok := lists.take(msg)
+	if !ok {
+		t.Fatal("the first response is not pending")
+	}
+	if got := pl.splice(msg); !bytes.Equal(got, want) {
+		t.Errorf("first response spliced:\n%s\nwant %s", got, want)
+	}
+}

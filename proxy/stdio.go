@@ -273,7 +273,8 @@ func flushesFrom(ctx context.Context) *flushes {
 }
 
 // flush queues a marker to ctx's session and waits until it reaches the output, for up to
-// 200 ms. It reports false when no marker could be queued (the session's queue is full).
+// 200 ms. It reports false when no marker could be queued (the session's queue is full, or
+// the session is not initialized).
 func (f *flushes) flush(ctx context.Context) bool {
 	f.mu.Lock()
 	f.next++

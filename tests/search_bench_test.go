@@ -104,6 +104,7 @@ func startLean(tb testing.TB, toolsift, client string, relist bool, args ...stri
 		defer close(read)
 		defer close(c.answers)
 		r := bufio.NewReaderSize(out, 1<<20)
+		relists := 0
 		for {
 			line, err := r.ReadSlice('\n')
 			if err == bufio.ErrBufferFull {
@@ -116,9 +117,10 @@ func startLean(tb testing.TB, toolsift, client string, relist bool, args ...stri
 			switch id := jsonrpc.ID(line); {
 			case bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"`)):
 				if relist {
-					c.write(`{"jsonrpc":"2.0","id":"relist","method":"tools/list"}`)
+					relists++ // each its own id: two lists in flight under one would be ambiguous
+					c.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":"relist-%d","method":"tools/list"}`, relists))
 				}
-			case string(id) == `"relist"`:
+			case bytes.HasPrefix(id, []byte(`"relist-`)):
 			case id != nil && bytes.Contains(line[:min(len(line), 64)], []byte(`"method":`)):
 				c.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{}}`, id)) // a request of toolsift's
 			case id != nil:

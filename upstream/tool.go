@@ -98,7 +98,8 @@ func decodeTool(raw json.RawMessage) (toolFields, error) {
 // splitTool returns what decodeTool makes of a valid tool, without copying its raw members:
 // they are slices of raw. It reports false for a tool it cannot be sure of: one that is not
 // an object, that names a member of toolFields twice or as only encoding/json would match it
-// (in another case, with an escape), or whose name, title or description is not a string.
+// (in another case, with an escape), or whose name, title or description is neither a
+// string nor null.
 // Those are decodeTool's, and tools that are not valid JSON are nobody's.
 func splitTool(raw json.RawMessage) (toolFields, bool) {
 	var t toolFields
