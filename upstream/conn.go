@@ -361,16 +361,7 @@ func splitPage(raw json.RawMessage, field string) (items []json.RawMessage, next
 	if raw[i] != '{' {
 		return nil, nil, false
 	}
-	var seen [len(pageKeys)]bool
-	ok = eachMember(raw, i, func(key, value []byte) bool {
-		k, sure := matchKey(key, pageKeys[:])
-		switch {
-		case !sure || k >= 0 && seen[k]:
-			return false
-		case k < 0:
-			return true
-		}
-		seen[k] = true
+	ok = eachKnownMember(raw, i, pageKeys[:], func(k int, value []byte) bool {
 		switch pageKeys[k] {
 		case field:
 			if value[0] == 'n' { // null

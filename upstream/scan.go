@@ -81,6 +81,26 @@ func eachElement(s []byte, i int, f func(value []byte) bool) bool {
 	}
 }
 
+// eachKnownMember calls f with the index in names of each member of the JSON object at s[i]
+// that one of names names, and with its value, until f returns false. It reports false as
+// eachMember does, and also for an object that names one of them twice, or with a key
+// encoding/json might match to one of them though it differs (see matchKey). names must be
+// ASCII, and at most 64.
+func eachKnownMember(s []byte, i int, names []string, f func(k int, value []byte) bool) bool {
+	var seen uint64
+	return eachMember(s, i, func(key, value []byte) bool {
+		k, sure := matchKey(key, names)
+		switch {
+		case !sure || k >= 0 && seen&(1<<k) != 0:
+			return false
+		case k < 0:
+			return true
+		}
+		seen |= 1 << k
+		return f(k, value)
+	})
+}
+
 // matchKey returns the index of the object member name key in names, or -1 if it is none of
 // them. It reports false for a key that encoding/json might match to one of names though it
 // differs from it: one that differs only in case, or any outside ASCII (encoding/json folds

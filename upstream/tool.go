@@ -99,23 +99,13 @@ func decodeTool(raw json.RawMessage) (toolFields, error) {
 // they are slices of raw. It reports false for a tool it cannot be sure of: one that is not
 // an object, that names a member of toolFields twice or as only encoding/json would match it
 // (in another case, with an escape), or whose name, title or description is neither a
-// string nor null.
-// Those are decodeTool's, and tools that are not valid JSON are nobody's.
+// string nor null. Those are decodeTool's, and tools that are not valid JSON are nobody's.
 func splitTool(raw json.RawMessage) (toolFields, bool) {
 	var t toolFields
 	if len(raw) == 0 || raw[0] != '{' {
 		return t, false
 	}
-	var seen [len(toolKeys)]bool
-	ok := eachMember(raw, 0, func(key, value []byte) bool {
-		k, sure := matchKey(key, toolKeys[:])
-		switch {
-		case !sure || k >= 0 && seen[k]:
-			return false
-		case k < 0:
-			return true
-		}
-		seen[k] = true
+	ok := eachKnownMember(raw, 0, toolKeys[:], func(k int, value []byte) bool {
 		var ok bool
 		switch k {
 		case 0:
