@@ -183,24 +183,28 @@ func searchResult(ctx context.Context, sess *session, res SearchResult, matched 
 	for _, f := range matched {
 		size += len(f.matchJSON)
 	}
-	plain := make([]byte, 0, size)
-	plain = append(plain, head...)
-	for i, f := range matched {
-		if i > 0 {
-			plain = append(plain, ',')
-		}
-		plain = append(plain, f.matchJSON...)
-	}
-	plain = append(plain, tail...)
 	out := &mcp.CallToolResult{}
-	if sess.structured() {
-		out.RawStructuredContent = plain
-		out.StructuredContent = json.RawMessage(plain)
-	}
-	if pendingListsFrom(ctx) == nil {
-		// A transport that does not splice: mcp-go encodes the text.
-		out.Content = []mcp.Content{mcp.NewTextContent(string(plain))}
-		return out
+	spliced := pendingListsFrom(ctx) != nil
+	// The result as plain JSON is needed as structuredContent, and as the text where
+	// mcp-go encodes it (a transport that does not splice).
+	if structured := sess.structured(); structured || !spliced {
+		plain := make([]byte, 0, size)
+		plain = append(plain, head...)
+		for i, f := range matched {
+			if i > 0 {
+				plain = append(plain, ',')
+			}
+			plain = append(plain, f.matchJSON...)
+		}
+		plain = append(plain, tail...)
+		if structured {
+			out.RawStructuredContent = plain
+			out.StructuredContent = json.RawMessage(plain)
+		}
+		if !spliced {
+			out.Content = []mcp.Content{mcp.NewTextContent(string(plain))}
+			return out
+		}
 	}
 	// The text as mcp-go would write it, escaped piece by piece: the matches' pieces are
 	// escaped once per catalog.
