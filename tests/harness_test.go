@@ -238,7 +238,11 @@ func (c *client) tryRequest(method string, params any, timeout time.Duration) (m
 	if params == nil {
 		p = []byte("{}")
 	}
-	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, id, method, p))
+	// An error, not a failure: the re-list a late list_changed starts (see relist) may find
+	// the input closed by a test that is done with the server.
+	if _, err := io.WriteString(c.stdin, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`+"\n", id, method, p)); err != nil {
+		return message{}, fmt.Errorf("writing to server: %w", err)
+	}
 	select {
 	case m := <-ch:
 		if m.Error != nil {
