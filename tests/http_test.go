@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -156,6 +157,16 @@ func TestHTTPSessionsAreIsolated(t *testing.T) {
 	res := a.call(t, "tool_search", map[string]any{"query": "create issue", "max_results": 1})
 	if res.IsError || !strings.Contains(mcptest.Text(res), "github__create_issue") {
 		t.Fatalf("search: %s", mcptest.Text(res))
+	}
+	// Spliced into the response as it was written (see proxy/splice.go): the text is the
+	// result's JSON, and structuredContent the same.
+	var text, structured any
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal([]byte(mcptest.Text(res)), &text); err != nil {
+		t.Errorf("search text is not JSON: %v", err)
+	}
+	if err := json.Unmarshal(raw, &structured); err != nil || !reflect.DeepEqual(text, structured) {
+		t.Errorf("structuredContent %s is not the text %s", raw, mcptest.Text(res))
 	}
 	if nA, _ := counts(); nA == baseA {
 		t.Error("a got no list_changed over its POST stream")
