@@ -188,14 +188,7 @@ func searchResult(ctx context.Context, sess *session, res SearchResult, matched 
 	// The result as plain JSON is needed as structuredContent, and as the text where
 	// mcp-go encodes it (a transport that does not splice).
 	if structured := sess.structured(); structured || !spliced {
-		plain := make([]byte, 0, size)
-		plain = append(plain, head...)
-		for i, f := range matched {
-			if i > 0 {
-				plain = append(plain, ',')
-			}
-			plain = append(plain, f.matchJSON...)
-		}
+		plain := appendMatches(append(make([]byte, 0, size), head...), matched, false)
 		plain = append(plain, tail...)
 		if structured {
 			out.RawStructuredContent = plain
@@ -210,17 +203,27 @@ func searchResult(ctx context.Context, sess *session, res SearchResult, matched 
 	// escaped once per catalog.
 	text := make([]byte, 0, size+size/4)
 	text = append(text, `{"type":"text","text":"`...)
-	text = appendEscaped(text, head)
-	for i, f := range matched {
-		if i > 0 {
-			text = append(text, ',')
-		}
-		text = append(text, f.matchText...)
-	}
+	text = appendMatches(appendEscaped(text, head), matched, true)
 	text = appendEscaped(text, tail)
 	text = append(text, `"}`...)
 	out.Content = []mcp.Content{&splicedText{item: text}}
 	return out
+}
+
+// appendMatches appends the matches' JSON, comma-separated, escaped as within a JSON string
+// if escaped.
+func appendMatches(dst []byte, matched []*form, escaped bool) []byte {
+	for i, f := range matched {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if escaped {
+			dst = append(dst, f.matchText...)
+		} else {
+			dst = append(dst, f.matchJSON...)
+		}
+	}
+	return dst
 }
 
 func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
