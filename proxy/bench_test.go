@@ -138,7 +138,7 @@ var _ server.ClientSession = (*benchClient)(nil)
 func benchSession(tb testing.TB, p *Server, id, client string, drain bool) *benchClient {
 	tb.Helper()
 	// As over stdio: responses are written through a responseWatcher, which splices lists.
-	lists := &pendingLists{relist: true}
+	lists := &pendingSplices{relist: true}
 	c := &benchClient{id: id, p: p}
 	c.w = &responseWatcher{w: &c.out, lists: lists}
 	if drain {
@@ -156,7 +156,7 @@ func benchSession(tb testing.TB, p *Server, id, client string, drain bool) *benc
 	if err := p.mcp.RegisterSession(context.Background(), c); err != nil {
 		tb.Fatal(err)
 	}
-	c.ctx = withPendingLists(p.mcp.WithContext(context.Background(), c), lists)
+	c.ctx = withPendingSplices(p.mcp.WithContext(context.Background(), c), lists)
 	c.rpc(tb, "initialize", map[string]any{
 		"protocolVersion": "2025-11-25",
 		"capabilities":    map[string]any{},

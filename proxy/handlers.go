@@ -184,7 +184,7 @@ func searchResult(ctx context.Context, sess *session, res SearchResult, matched 
 		size += len(f.matchJSON)
 	}
 	out := &mcp.CallToolResult{}
-	spliced := pendingListsFrom(ctx) != nil
+	spliced := pendingSplicesFrom(ctx) != nil
 	// The result as plain JSON is needed as structuredContent, and as the text where
 	// mcp-go encodes it (a transport that does not splice).
 	if structured := sess.structured(); structured || !spliced {

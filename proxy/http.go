@@ -197,14 +197,14 @@ func (w idWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// listWriter splices a tools/list or tool_search response as it is written (see
-// pendingLists).
-type listWriter struct {
+// spliceWriter splices a tools/list or tool_search response as it is written (see
+// pendingSplices).
+type spliceWriter struct {
 	passWriter
-	lists *pendingLists
+	lists *pendingSplices
 }
 
-func (w listWriter) Write(p []byte) (int, error) {
+func (w spliceWriter) Write(p []byte) (int, error) {
 	pl, ok := w.lists.take(p)
 	if !ok {
 		return w.passWriter.Write(p)
@@ -317,11 +317,11 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, method, _ = request(body)
 		if (method == string(mcp.MethodToolsList) || method == string(mcp.MethodToolsCall)) && r.URL.Path == "/mcp" {
 			// Streamable HTTP answers on the request's own response: a list or a search
-			// result is spliced as it is written (see pendingLists). Outside idWriter,
+			// result is spliced as it is written (see pendingSplices). Outside idWriter,
 			// which would change the id the response is known by.
-			lists := &pendingLists{}
-			w = listWriter{passWriter{w}, lists}
-			r = r.WithContext(withPendingLists(r.Context(), lists))
+			lists := &pendingSplices{}
+			w = spliceWriter{passWriter{w}, lists}
+			r = r.WithContext(withPendingSplices(r.Context(), lists))
 		}
 	}
 	// Only requests count: a cancellation must get through to the calls it cancels.

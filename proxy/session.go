@@ -45,7 +45,7 @@ import (
 //     its output) the list counts only once its response has been written: the response and
 //     the tool_search result are written by different goroutines, and the client must read
 //     them in that order. responseWatcher sees the response go out and looks up whose it was
-//     in its connection's pendingLists, by the response's id alone. Other transports count
+//     in its connection's pendingSplices, by the response's id alone. Other transports count
 //     the list as soon as it is built.
 //  5. markListed: if the list has every unlock so far (its version is the latest), close
 //     listed and replace it with a fresh channel. That releases the held tool_search.
@@ -322,7 +322,7 @@ func (s *Server) notifyListChanged(ctx context.Context, sess *session, reason st
 // afterListTools replaces mcp-go's list with the session's own: always-load tools,
 // tool_search, call_tool, then unlocked tools in unlock order (step 4); or every tool, while
 // they all fit (fitsAll). Each tool comes from the catalog's view, encoded once however many
-// sessions list it; a transport that splices lists (see pendingLists) gets a placeholder in
+// sessions list it; a transport that splices lists (see pendingSplices) gets a placeholder in
 // their place, and writes the encoded tools into the response itself.
 func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
 	sess := s.sessionFrom(ctx)
@@ -352,8 +352,8 @@ func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsReq
 			forms = append(forms, f)
 		}
 	}
-	lists := pendingListsFrom(ctx)
-	pl := pendingList{version: version}
+	lists := pendingSplicesFrom(ctx)
+	pl := pendingSplice{version: version}
 	if lists != nil && len(forms) > 0 {
 		pl.tools = forms
 	}

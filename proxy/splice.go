@@ -11,11 +11,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// pendingList is a response being written with bytes to splice in: a tools/list response,
+// pendingSplice is a response being written with bytes to splice in: a tools/list response,
 // its tools (nil if none) and, where its writing counts as the session's re-list, whose it
 // is and with which unlocks; or a tool_search result, its text item and structuredContent
 // (see splicedText).
-type pendingList struct {
+type pendingSplice struct {
 	tools   []*form
 	sess    *session
 	version int
@@ -24,7 +24,7 @@ type pendingList struct {
 }
 
 // splice returns msg, the response pl is for, with pl's bytes in place of their placeholders.
-func (pl pendingList) splice(msg []byte) []byte {
+func (pl pendingSplice) splice(msg []byte) []byte {
 	if pl.tools != nil {
 		return spliceTools(msg, pl.tools)
 	}
@@ -37,8 +37,8 @@ func (pl pendingList) splice(msg []byte) []byte {
 	return msg
 }
 
-// pendingLists holds the responses a transport is about to write with bytes to splice in, by
-// JSON id. A transport that writes every response through pendingLists.take, and splices
+// pendingSplices holds the responses a transport is about to write with bytes to splice in, by
+// JSON id. A transport that writes every response through pendingSplices.take, and splices
 // what it returns, puts one in the context of its requests: stdio, one for its connection;
 // streamable HTTP, one for each tools/list and tools/call request. Over any other transport
 // (legacy SSE, in-process) mcp-go encodes everything itself.
@@ -47,25 +47,25 @@ func (pl pendingList) splice(msg []byte) []byte {
 // checks every byte of its schemas twice more: 500 tools take 9–11 ms that way, and a
 // splice copies their bytes. A tool_search result's text, JSON in a JSON string, would be
 // escaped by mcp-go and then checked again byte by byte.
-type pendingLists struct {
+type pendingSplices struct {
 	// relist, fixed at creation, is set where a list counts as the session's re-list only
 	// once its response is written (stdio: see session, step 4).
 	relist bool
 
 	mu sync.Mutex // guards m
-	m  map[string]pendingList
+	m  map[string]pendingSplice
 	n  atomic.Int32 // len(m), for writers of other messages to skip the lock
 }
 
-type pendingListsKey struct{}
+type pendingSplicesKey struct{}
 
-// withPendingLists returns ctx for a transport that writes through lists.
-func withPendingLists(ctx context.Context, lists *pendingLists) context.Context {
-	return context.WithValue(ctx, pendingListsKey{}, lists)
+// withPendingSplices returns ctx for a transport that writes through lists.
+func withPendingSplices(ctx context.Context, lists *pendingSplices) context.Context {
+	return context.WithValue(ctx, pendingSplicesKey{}, lists)
 }
 
-func pendingListsFrom(ctx context.Context) *pendingLists {
-	lists, _ := ctx.Value(pendingListsKey{}).(*pendingLists)
+func pendingSplicesFrom(ctx context.Context) *pendingSplices {
+	lists, _ := ctx.Value(pendingSplicesKey{}).(*pendingSplices)
 	return lists
 }
 
@@ -73,11 +73,11 @@ func pendingListsFrom(ctx context.Context) *pendingLists {
 // It reports false, and records nothing, when a response with the same id is pending: a
 // client that reuses an id in flight would have the two told apart by nothing, and each is
 // then written as mcp-go encodes it, unspliced.
-func (p *pendingLists) add(id string, pl pendingList) bool {
+func (p *pendingSplices) add(id string, pl pendingSplice) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.m == nil {
-		p.m = map[string]pendingList{}
+		p.m = map[string]pendingSplice{}
 	}
 	if _, taken := p.m[id]; taken {
 		return false
@@ -87,19 +87,19 @@ func (p *pendingLists) add(id string, pl pendingList) bool {
 	return true
 }
 
-// take returns, and forgets, the pending list that msg answers, if any. msg is a message as
+// take returns, and forgets, the pending splice that msg answers, if any. msg is a message as
 // the transport writes it: JSON, or an SSE event whose data is JSON.
-func (p *pendingLists) take(msg []byte) (pendingList, bool) {
+func (p *pendingSplices) take(msg []byte) (pendingSplice, bool) {
 	if p == nil || p.n.Load() == 0 {
-		return pendingList{}, false
+		return pendingSplice{}, false
 	}
 	start := bytes.IndexByte(msg, '{')
 	if start < 0 {
-		return pendingList{}, false
+		return pendingSplice{}, false
 	}
 	id, ok := responseID(msg[start:])
 	if !ok {
-		return pendingList{}, false
+		return pendingSplice{}, false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -143,7 +143,7 @@ func spliceTools(msg []byte, tools []*form) []byte {
 type responseWatcher struct {
 	mu    sync.Mutex // serializes writes to w: mcp-go's, and toolsift's own refusals
 	w     io.Writer
-	lists *pendingLists
+	lists *pendingSplices
 	// answered, if set, is told the id of each answer written (see drainReader).
 	answered func(id []byte)
 	// flushes, if set, has the flush markers to take out of the output (see flushes).
@@ -206,7 +206,7 @@ func (s *Server) afterCallTool(ctx context.Context, id any, _ *mcp.CallToolReque
 		return
 	}
 	text, ok := res.Content[0].(*splicedText)
-	lists := pendingListsFrom(ctx)
+	lists := pendingSplicesFrom(ctx)
 	if !ok || lists == nil {
 		return
 	}
@@ -214,7 +214,7 @@ func (s *Server) afterCallTool(ctx context.Context, id any, _ *mcp.CallToolReque
 	if err != nil {
 		return
 	}
-	pl := pendingList{content: text.item}
+	pl := pendingSplice{content: text.item}
 	structured := len(res.RawStructuredContent) > 0
 	if structured {
 		// As mcp-go writes raw JSON: with <, > and & escaped.

@@ -42,8 +42,8 @@ func TestSplicedSearchResult(t *testing.T) {
 			for _, matched := range [][]*form{nil, forms[:1], forms} {
 				want := respond(t, searchResult(context.Background(), sess, res, matched))
 
-				lists := &pendingLists{}
-				ctx := withPendingLists(context.Background(), lists)
+				lists := &pendingSplices{}
+				ctx := withPendingSplices(context.Background(), lists)
 				out := searchResult(ctx, sess, res, matched)
 				s := &Server{}
 				s.afterCallTool(ctx, int64(7), nil, out)
@@ -101,8 +101,8 @@ func TestSplicedIDTwice(t *testing.T) {
 	sess := &session{client: "golden"} // structured too
 	res := SearchResult{Query: "x", Unlocked: []string{}, Hint: "h"}
 	want := respond(t, searchResult(context.Background(), sess, res, []*form{f}))
-	lists := &pendingLists{}
-	ctx := withPendingLists(context.Background(), lists)
+	lists := &pendingSplices{}
+	ctx := withPendingSplices(context.Background(), lists)
 	s := &Server{}
 	first, second := searchResult(ctx, sess, res, []*form{f}), searchResult(ctx, sess, res, []*form{f})
 	s.afterCallTool(ctx, int64(7), nil, first)

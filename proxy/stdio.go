@@ -29,14 +29,14 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	server.WithWorkerPoolSize(min(s.opts.MaxCalls+8, 100))(stdio)
 	// Its output passes through a responseWatcher, so the re-list handshake can wait for
 	// the tools/list response to be written (see session, step 4), and so that lists are
-	// spliced (see pendingLists).
-	watcher := &responseWatcher{w: out, lists: &pendingLists{relist: true}, flushes: &flushes{mcp: s.mcp}}
+	// spliced (see pendingSplices).
+	watcher := &responseWatcher{w: out, lists: &pendingSplices{relist: true}, flushes: &flushes{mcp: s.mcp}}
 	stdio.SetContextFunc(func(ctx context.Context) context.Context {
 		sess := s.sessionFrom(ctx)
 		sess.mu.Lock()
 		sess.watched = true
 		sess.mu.Unlock()
-		return withFlushes(withPendingLists(ctx, watcher.lists), watcher.flushes)
+		return withFlushes(withPendingSplices(ctx, watcher.lists), watcher.flushes)
 	})
 	listen, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()

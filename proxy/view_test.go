@@ -98,8 +98,8 @@ func TestSplice(t *testing.T) {
 		{"notification", `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":[` + placeholder + `]}}`, false},
 	}
 	for _, tt := range tests {
-		lists := &pendingLists{}
-		lists.add("7", pendingList{tools: []*form{f, f}})
+		lists := &pendingSplices{}
+		lists.add("7", pendingSplice{tools: []*form{f, f}})
 		pl, ok := lists.take([]byte(tt.msg))
 		if ok != tt.spliced {
 			t.Errorf("%s: take = %v, want %v", tt.name, ok, tt.spliced)
