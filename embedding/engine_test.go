@@ -334,6 +334,7 @@ func TestVectorsCachedOnDisk(t *testing.T) {
 	if err := os.WriteFile(path, []byte("TSV1garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	n, _ = api.Requests()
 	start(t, api, Options{CacheDir: dir}, docs)
 	if n2, _ := api.Requests(); n2 != n+1 {
 		t.Errorf("a damaged vector file: %d requests, want 1", n2-n)
