@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/embedding"
+	"github.com/toolsift/toolsift/internal/logbuf"
 	"github.com/toolsift/toolsift/proxy"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -52,6 +53,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		}()
 		logTo = f
 	}
+	// Written from a goroutine of its own: a request never waits on the log's reader.
+	lines := logbuf.New(logTo, 1<<20)
+	defer lines.Close() // after everything deferred below has logged
+	logTo = lines
 	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: lvl}))
 	slog.SetDefault(log) // mcp-go's transports log through the default logger
 
@@ -78,6 +83,16 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	log.Info("serving on stdio", "config", cfg.File, "servers", len(cfg.Servers))
 	if isTerminal(stdin) {
 		fmt.Fprintln(stderr, "toolsift speaks MCP on stdin and stdout, for an MCP client to start; press Ctrl-D to stop. To check your servers, run: toolsift status")
+	}
+	if f, ok := stdin.(*os.File); ok {
+		in, undo := pollable(f)
+		defer undo()
+		stdin = in
+	}
+	if f, ok := stdout.(*os.File); ok {
+		out, undo := pollable(f)
+		defer undo()
+		stdout = out
 	}
 	return srv.ServeStdio(ctx, stdin, stdout)
 }

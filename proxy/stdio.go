@@ -1,16 +1,20 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
+	"runtime/debug"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/toolsift/toolsift/internal/jsonrpc"
 )
@@ -19,25 +23,12 @@ import (
 // is written to out.
 //
 // When ctx ends (SIGTERM), toolsift stops reading but goes on answering the requests it has
-// read, for up to ShutdownGrace: mcp-go, stopped at once, would cancel the calls in flight
-// and drop the queued ones unanswered.
+// read, for up to ShutdownGrace, then cancels the calls still in flight.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	stdio := server.NewStdioServer(s.mcp)
-	stdio.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
-	// mcp-go runs 5 tool calls at a time by default (100 at most), and tool_search is a tool
-	// call: leave room beside MaxCalls calls for searches and refusals.
-	server.WithWorkerPoolSize(min(s.opts.MaxCalls+8, 100))(stdio)
-	// Its output passes through a responseWatcher, so the re-list handshake can wait for
-	// the tools/list response to be written (see session, step 4), and so that lists are
-	// spliced (see pendingSplices).
+	// Output passes through a responseWatcher, so the re-list handshake can wait for the
+	// tools/list response to be written (see session, step 4), and so that lists and search
+	// results are spliced (see pendingSplices).
 	watcher := &responseWatcher{w: out, lists: &pendingSplices{relist: true}, flushes: &flushes{mcp: s.mcp}}
-	stdio.SetContextFunc(func(ctx context.Context) context.Context {
-		sess := s.sessionFrom(ctx)
-		sess.mu.Lock()
-		sess.watched = true
-		sess.mu.Unlock()
-		return withFlushes(withPendingSplices(ctx, watcher.lists), watcher.flushes)
-	})
 	listen, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	input := &drainReader{r: in, stopped: ctx.Done(), released: listen.Done(), maxLine: s.opts.MaxRequestBytes,
@@ -72,14 +63,305 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		}
 		stop()
 	}()
-	err := stdio.Listen(listen, input, watcher)
+	err := newStdioConn(s, watcher).serve(listen, input)
 	stop()
 	<-drained
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
 	return err
 }
+
+// stdioConn is a stdio connection: its transport, and its one client session as mcp-go's
+// server sees it.
+//
+// It is toolsift's own rather than mcp-go's StdioServer, which reads each line on a new
+// goroutine, decodes a request five to eight times, and hands tool calls to a pool of
+// workers. On two cores each hand-off between goroutines wakes a thread, and together they
+// cost more than the search a request asks for. Here one goroutine reads, and each request
+// is served on a goroutine of its own, which runs where the reader just was.
+type stdioConn struct {
+	s     *Server
+	out   *responseWatcher
+	notes chan mcp.JSONRPCNotification // the session's notifications, written in order
+
+	initialized atomic.Bool
+	level       atomic.Value // mcp.LoggingLevel
+	info        atomic.Value // mcp.Implementation
+	caps        atomic.Value // mcp.ClientCapabilities
+	version     atomic.Value // string: the protocol version
+
+	nextID  atomic.Int64  // of toolsift's own requests to the client
+	closed  chan struct{} // closed when the connection stops serving
+	mu      sync.Mutex    // guards pending and stopping, and orders served.Add before Wait
+	pending map[int64]chan stdioAnswer
+	served  sync.WaitGroup // requests being served
+	// stopping is set once the connection serves no more requests.
+	stopping bool
+}
+
+func newStdioConn(s *Server, out *responseWatcher) *stdioConn {
+	return &stdioConn{s: s, out: out, notes: make(chan mcp.JSONRPCNotification, 100),
+		pending: map[int64]chan stdioAnswer{}, closed: make(chan struct{})}
+}
+
+// stdioAnswer is the client's answer to a request of toolsift's.
+type stdioAnswer struct {
+	result json.RawMessage
+	err    *jsonrpcError
+}
+
+type jsonrpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+var (
+	_ server.SessionWithLogging         = (*stdioConn)(nil)
+	_ server.SessionWithClientInfo      = (*stdioConn)(nil)
+	_ server.SessionWithProtocolVersion = (*stdioConn)(nil)
+	_ server.SessionWithSampling        = (*stdioConn)(nil)
+	_ server.SessionWithElicitation     = (*stdioConn)(nil)
+	_ server.SessionWithRoots           = (*stdioConn)(nil)
+)
+
+// serve serves the connection until input ends or listen is done: then it cancels the
+// requests still being served and waits for them.
+func (c *stdioConn) serve(listen context.Context, input io.Reader) error {
+	mcpServer := c.s.mcp
+	if err := mcpServer.RegisterSession(listen, c); err != nil {
+		return fmt.Errorf("registering the stdio session: %w", err)
+	}
+	defer mcpServer.UnregisterSession(listen, c.SessionID())
+	ctx := mcpServer.WithContext(listen, c)
+	sess := c.s.sessionFrom(ctx)
+	sess.mu.Lock()
+	sess.watched = true
+	sess.mu.Unlock()
+	ctx = withFlushes(withPendingSplices(ctx, c.out.lists), c.out.flushes)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var notified sync.WaitGroup
+	notified.Go(func() {
+		for {
+			select {
+			case n := <-c.notes:
+				c.write(n)
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	// The reader may be blocked on input after listen is done: it ends when input does (the
+	// caller closes it), and serves nothing more, since input then gives no more lines.
+	read := make(chan error, 1)
+	go func() { read <- c.read(ctx, input) }()
+	var err error
+	select {
+	case err = <-read:
+	case <-listen.Done():
+	}
+	c.mu.Lock()
+	c.stopping = true
+	c.mu.Unlock()
+	close(c.closed)
+	cancel()
+	c.served.Wait()
+	notified.Wait()
+	return err
+}
+
+// read reads and dispatches messages until input ends.
+func (c *stdioConn) read(ctx context.Context, input io.Reader) error {
+	r := bufio.NewReaderSize(input, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			c.dispatch(ctx, line)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading stdin: %w", err)
+		}
+	}
+}
+
+// dispatch serves a request on a goroutine of its own, and a notification, or an answer to
+// toolsift, at once, in the order read.
+func (c *stdioConn) dispatch(ctx context.Context, line []byte) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  *jsonrpcError   `json:"error"`
+	}
+	if err := json.Unmarshal(line, &m); err != nil {
+		c.write(mcp.NewJSONRPCError(mcp.NewRequestId(nil), mcp.PARSE_ERROR, "Parse error", nil))
+		return
+	}
+	switch {
+	case m.Method == "" && len(m.ID) > 0 && (m.Result != nil || m.Error != nil):
+		c.answer(m.ID, stdioAnswer{result: m.Result, err: m.Error})
+	case m.Method != "" && len(m.ID) > 0: // a request (see drainReader.line)
+		c.mu.Lock()
+		if c.stopping {
+			c.mu.Unlock()
+			return
+		}
+		c.served.Add(1)
+		c.mu.Unlock()
+		go func() {
+			defer c.served.Done()
+			c.handle(ctx, line, m.ID)
+		}()
+	default:
+		c.handle(ctx, line, nil)
+	}
+}
+
+// handle has mcp-go's server handle a message and writes its response, if any.
+func (c *stdioConn) handle(ctx context.Context, line, id json.RawMessage) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.log.Error("panic serving a request", "panic", r, "stack", string(debug.Stack()))
+			if id != nil {
+				c.out.Write(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"internal error"}}`+"\n", id, mcp.INTERNAL_ERROR))
+			}
+		}
+	}()
+	if resp := c.s.mcp.HandleMessage(ctx, line); resp != nil {
+		c.write(resp)
+	}
+}
+
+// write writes msg, one JSON-RPC message, on a line.
+func (c *stdioConn) write(msg any) {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		c.s.log.Error("encoding a message to the client", "err", err)
+		return
+	}
+	if _, err := c.out.Write(append(b, '\n')); err != nil {
+		c.s.log.Debug("writing to the client", "err", err)
+	}
+}
+
+// answer hands the client's answer to the request of toolsift's it is for.
+func (c *stdioConn) answer(rawID json.RawMessage, a stdioAnswer) {
+	id, err := strconv.ParseInt(string(rawID), 10, 64)
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	delete(c.pending, id) // a second answer to it goes nowhere
+	c.mu.Unlock()
+	if err != nil || !ok {
+		c.s.log.Debug("an answer to no request of toolsift's", "id", string(rawID))
+		return
+	}
+	ch <- a // buffered for the one answer
+}
+
+// request sends the client a request and decodes its answer's result into result.
+func (c *stdioConn) request(ctx context.Context, method string, params, result any) error {
+	id := c.nextID.Add(1)
+	ch := make(chan stdioAnswer, 1)
+	c.mu.Lock()
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+	c.write(struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      int64  `json:"id"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{mcp.JSONRPC_VERSION, id, method, params})
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			return fmt.Errorf("%s: the client answered error %d: %s", method, a.err.Code, a.err.Message)
+		}
+		if err := json.Unmarshal(a.result, result); err != nil {
+			return fmt.Errorf("%s: decoding the client's answer: %w", method, err)
+		}
+		return nil
+	case <-c.closed:
+		return fmt.Errorf("%s: the client is gone", method)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *stdioConn) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	var res mcp.CreateMessageResult
+	if err := c.request(ctx, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams, &res); err != nil {
+		return nil, err
+	}
+	content, err := mcp.ParseSamplingContent(res.Content)
+	if err != nil {
+		return nil, fmt.Errorf("sampling: the client's answer: %w", err)
+	}
+	res.Content = content
+	return &res, nil
+}
+
+func (c *stdioConn) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	var res mcp.ElicitationResult
+	if err := c.request(ctx, string(mcp.MethodElicitationCreate), req.Params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *stdioConn) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	var res mcp.ListRootsResult
+	if err := c.request(ctx, string(mcp.MethodListRoots), req.Params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionID is "stdio", as mcp-go's: a stdio connection has one session.
+func (c *stdioConn) SessionID() string { return "stdio" }
+
+func (c *stdioConn) NotificationChannel() chan<- mcp.JSONRPCNotification { return c.notes }
+
+func (c *stdioConn) Initialize() {
+	c.level.Store(mcp.LoggingLevelError)
+	c.initialized.Store(true)
+}
+
+func (c *stdioConn) Initialized() bool { return c.initialized.Load() }
+
+func (c *stdioConn) SetLogLevel(level mcp.LoggingLevel) { c.level.Store(level) }
+
+func (c *stdioConn) GetLogLevel() mcp.LoggingLevel {
+	level, _ := c.level.Load().(mcp.LoggingLevel)
+	return cmp.Or(level, mcp.LoggingLevelError)
+}
+
+func (c *stdioConn) GetClientInfo() mcp.Implementation {
+	info, _ := c.info.Load().(mcp.Implementation)
+	return info
+}
+
+func (c *stdioConn) SetClientInfo(info mcp.Implementation) { c.info.Store(info) }
+
+func (c *stdioConn) GetClientCapabilities() mcp.ClientCapabilities {
+	caps, _ := c.caps.Load().(mcp.ClientCapabilities)
+	return caps
+}
+
+func (c *stdioConn) SetClientCapabilities(caps mcp.ClientCapabilities) { c.caps.Store(caps) }
+
+func (c *stdioConn) ProtocolVersion() string {
+	v, _ := c.version.Load().(string)
+	return v
+}
+
+func (c *stdioConn) SetProtocolVersion(v string) { c.version.Store(v) }
 
 // drainReader reads a client's requests a line at a time, noting which are owed an answer
 // and carrying big numeric ids through mcp-go (see wrapBigID), until stopped; from then on

@@ -1,8 +1,17 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 func TestRequestAndResponseIDs(t *testing.T) {
@@ -56,5 +65,99 @@ func TestOwedAnswers(t *testing.T) {
 	d.owed.answered([]byte(`1`))
 	if n := d.owed.len(); n != 1 {
 		t.Errorf("owed %d answers after one was answered, want 1", n)
+	}
+}
+
+// TestStdioConnRequests: toolsift's own requests to a stdio client (elicitation, roots)
+// get the client's answers; an error answer is an error naming it; a second answer, or one
+// to no request, changes nothing and holds nothing up; and a request still waiting when
+// the client goes fails at once.
+func TestStdioConnRequests(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	conn := newStdioConn(newGoldenProxy(t), &responseWatcher{w: outW, lists: &pendingSplices{relist: true}})
+	served := make(chan error, 1)
+	go func() { served <- conn.serve(context.Background(), inR) }()
+	out := bufio.NewReader(outR)
+	// next reads the next request toolsift wrote and returns its id and method.
+	next := func() (string, string) {
+		t.Helper()
+		line, err := out.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			ID     json.RawMessage
+			Method string
+		}
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		return string(m.ID), m.Method
+	}
+	send := func(format string, args ...any) {
+		t.Helper()
+		if _, err := fmt.Fprintf(inW, format+"\n", args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+
+	type result struct {
+		v   any
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		r, err := conn.ListRoots(ctx, mcp.ListRootsRequest{})
+		got <- result{r, err}
+	}()
+	id, method := next()
+	if method != "roots/list" {
+		t.Fatalf("request %s, want roots/list", method)
+	}
+	send(`{"jsonrpc":"2.0","id":12345,"result":{}}`) // to no request of toolsift's
+	send(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[{"uri":"file:///work","name":"work"}]}}`, id)
+	send(`{"jsonrpc":"2.0","id":%s,"result":{"roots":[]}}`, id) // a second answer
+	if r := <-got; r.err != nil || len(r.v.(*mcp.ListRootsResult).Roots) != 1 || r.v.(*mcp.ListRootsResult).Roots[0].URI != "file:///work" {
+		t.Fatalf("ListRoots = %+v, %v", r.v, r.err)
+	}
+
+	go func() {
+		r, err := conn.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: "sure?"}})
+		got <- result{r, err}
+	}()
+	id, method = next()
+	if method != "elicitation/create" {
+		t.Fatalf("request %s, want elicitation/create", method)
+	}
+	send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32600,"message":"declined by policy"}}`, id)
+	if r := <-got; r.err == nil || !strings.Contains(r.err.Error(), "-32600: declined by policy") {
+		t.Fatalf("RequestElicitation answered with an error: %v", r.err)
+	}
+
+	// A malformed line is answered, and the connection goes on.
+	send(`{"jsonrpc":`)
+	if line, _ := out.ReadBytes('\n'); !bytes.Equal(line, []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`+"\n")) {
+		t.Fatalf("a malformed line answered %s", line)
+	}
+
+	go func() {
+		r, err := conn.ListRoots(ctx, mcp.ListRootsRequest{})
+		got <- result{r, err}
+	}()
+	next()
+	inW.Close() // the client goes before it answers
+	go io.Copy(io.Discard, out)
+	select {
+	case r := <-got:
+		if r.err == nil || !strings.Contains(r.err.Error(), "client is gone") {
+			t.Fatalf("ListRoots after the client went = %v", r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ListRoots still waits after the client went")
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
 	}
 }

@@ -1,0 +1,55 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// pollable returns a file for f that the Go runtime's poller waits on, and a func that
+// closes it and puts f back as it was, when f is a pipe or a socket; otherwise f itself.
+//
+// A process's stdin and stdout come blocking, and Go reads and writes such a file by
+// blocking a thread in the system call: every request over stdio then hands the reading
+// goroutine's processor to another thread, and back, which costs more CPU than mcp-go's
+// decoding of the request. A pollable file parks the goroutine instead.
+//
+// Non-blocking mode belongs to the open file, which f shares with whatever else holds it,
+// so it is set only for pipes and sockets (never a terminal, which a shell shares) and
+// cleared again when done. The new file is a duplicate, so that f, which still owns the
+// descriptor, is never left closed under its owner.
+func pollable(f *os.File) (*os.File, func()) {
+	rc, err := f.SyscallConn() // not Fd, which would put f in blocking mode for good
+	if err != nil {
+		return f, func() {}
+	}
+	var dup int
+	var setErr error
+	if err := rc.Control(func(fd uintptr) {
+		var st unix.Stat_t
+		if setErr = unix.Fstat(int(fd), &st); setErr != nil {
+			return
+		}
+		if t := st.Mode & unix.S_IFMT; t != unix.S_IFIFO && t != unix.S_IFSOCK {
+			setErr = os.ErrInvalid
+			return
+		}
+		// Close-on-exec at once: upstream servers are started meanwhile.
+		if dup, setErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); setErr != nil {
+			return
+		}
+		if setErr = unix.SetNonblock(dup, true); setErr != nil {
+			unix.Close(dup)
+		}
+	}); err != nil || setErr != nil {
+		return f, func() {}
+	}
+	nf := os.NewFile(uintptr(dup), f.Name()) // non-blocking, so the poller takes it
+	return nf, func() {
+		nf.Close()
+		// The open file f shares is blocking again, as its other holders expect.
+		_ = rc.Control(func(fd uintptr) { _ = unix.SetNonblock(int(fd), false) })
+	}
+}
