@@ -16,14 +16,15 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 //go:generate go run ./gen -o cedict.txt.gz
@@ -55,8 +56,13 @@ type Dict struct {
 	err  error
 
 	// Fixed once loaded.
-	text   string   // the table's headword lines
-	lines  []uint32 // the offset of each line in text, in headword order
+	text  string   // the table's headword lines
+	lines []uint32 // the offset of each line in text, in headword order
+	// heads finds a headword's line: an open-addressed hash table of 1 + line numbers,
+	// each at the slot its headword's hash picks or the next free one (0 is free). A
+	// binary search of the lines would take 17 probes, each a cache miss in a busy process.
+	heads  []uint32
+	seed   maphash.Seed
 	toSimp map[rune]rune
 	toTrad map[rune][]rune
 	gloss  map[string]glossEntry // the glossary, under every form of each word
@@ -153,9 +159,33 @@ func (d *Dict) segmentRun(words []Word, run []rune) []Word {
 	for i := 1; i <= n; i++ {
 		best[i].cost = math.MaxInt32
 	}
+	// The run as written and converted to Simplified a character at a time, each with the
+	// offset of each character, so that a word of it is a slice: a run of n characters has
+	// up to n*maxLen words to look up, most of them no word at all.
+	text, simp := []byte(string(run)), make([]byte, 0, len(run)*3)
+	at, simpAt := make([]int32, n+1), make([]int32, n+1)
+	ambiguous := make([]int32, n+1) // how many of the first i characters convert to more than one
+	for i, r := range run {
+		at[i+1] = at[i] + int32(utf8.RuneLen(r))
+		ambiguous[i+1] = ambiguous[i]
+		if sr, ok := d.toSimp[r]; ok {
+			if sr == 0 {
+				ambiguous[i+1]++
+			} else {
+				r = sr
+			}
+		}
+		simp = utf8.AppendRune(simp, r)
+		simpAt[i+1] = int32(len(simp))
+	}
 	for i := 0; i < n; i++ {
 		for l := min(d.maxLen, n-i); l >= 1; l-- {
-			e, ok := d.lookup(string(run[i : i+l]))
+			w := unsafeString(text[at[i]:at[i+l]])
+			s := ""
+			if ambiguous[i+l] == ambiguous[i] {
+				s = unsafeString(simp[simpAt[i]:simpAt[i+l]])
+			}
+			e, ok := d.lookupAs(w, s)
 			if !ok && l == 2 && isNickname(run[i], run[i+1]) {
 				e, ok = glossEntry{function: true, numeral: true}, true
 			}
@@ -186,6 +216,9 @@ func (d *Dict) segmentRun(words []Word, run []rune) []Word {
 	return words
 }
 
+// unsafeString is b as a string, for a lookup that keeps no reference to it.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
 // surnames holds the commonest Chinese surnames, for isNickname.
 const surnames = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严武戴莫孔向汤" +
 	"張劉陳楊黃趙吳孫馬鄭謝許韓馮鄧蕭葉蘇呂盧鍾譚陸賈韋鄒龔錢嚴湯" // Traditional
@@ -200,13 +233,18 @@ func isNickname(a, b rune) bool {
 // lookup finds a word in the glossary, then in the table, as written and then converted to
 // Simplified a character at a time (the table leaves out Traditional words it can find so).
 func (d *Dict) lookup(w string) (glossEntry, bool) {
+	return d.lookupAs(w, d.simplified(w))
+}
+
+// lookupAs is lookup with w's Simplified form, s, given ("" if w has none).
+func (d *Dict) lookupAs(w, s string) (glossEntry, bool) {
 	if e, ok := d.gloss[w]; ok {
 		return e, true
 	}
 	if g, ok := d.table(w); ok {
 		return tableEntry(g), true
 	}
-	if s := d.simplified(w); s != w && s != "" {
+	if s != w && s != "" {
 		if e, ok := d.gloss[s]; ok {
 			return e, true
 		}
@@ -222,26 +260,23 @@ func tableEntry(g string) glossEntry {
 	return glossEntry{english: strings.Fields(g), name: name}
 }
 
-// table returns the English words of a headword of the table, by binary search.
+// table returns the English words of a headword of the table.
 func (d *Dict) table(w string) (string, bool) {
-	i := sort.Search(len(d.lines), func(i int) bool { return d.head(i) >= w })
-	if i == len(d.lines) || d.head(i) != w {
+	if len(d.heads) == 0 {
 		return "", false
 	}
-	line := d.text[d.lines[i]:]
-	line = line[len(w)+1:]
-	if j := strings.IndexByte(line, '\n'); j >= 0 {
-		line = line[:j]
+	mask := uint64(len(d.heads) - 1)
+	for slot := maphash.String(d.seed, w) & mask; d.heads[slot] != 0; slot = (slot + 1) & mask {
+		line := d.text[d.lines[d.heads[slot]-1]:]
+		if strings.HasPrefix(line, w) && len(line) > len(w) && line[len(w)] == '\t' {
+			line = line[len(w)+1:]
+			if j := strings.IndexByte(line, '\n'); j >= 0 {
+				line = line[:j]
+			}
+			return line, true
+		}
 	}
-	return line, true
-}
-
-func (d *Dict) head(i int) string {
-	line := d.text[d.lines[i]:]
-	if j := strings.IndexByte(line, '\t'); j >= 0 {
-		return line[:j]
-	}
-	return line
+	return "", false
 }
 
 // simplified converts w to Simplified a character at a time, or returns "" if a character
@@ -328,6 +363,19 @@ func (d *Dict) loadTable() error {
 		d.lines = append(d.lines, uint32(off))
 		d.maxLen = max(d.maxLen, utf8.RuneCountInString(head))
 		off += end + 1
+	}
+	size := 1
+	for size < 2*len(d.lines) { // at most half full: probes stay short
+		size <<= 1
+	}
+	d.heads, d.seed = make([]uint32, size), maphash.MakeSeed()
+	for i, off := range d.lines {
+		head, _, _ := strings.Cut(heads[off:], "\t")
+		slot := maphash.String(d.seed, head) & uint64(size-1)
+		for d.heads[slot] != 0 {
+			slot = (slot + 1) & uint64(size-1)
+		}
+		d.heads[slot] = uint32(i + 1)
 	}
 	simps := map[rune][]rune{}
 	for _, line := range strings.Split(pairs, "\n") {
