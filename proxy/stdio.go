@@ -75,8 +75,9 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 // It is toolsift's own rather than mcp-go's StdioServer, which reads each line on a new
 // goroutine, decodes a request five to eight times, and hands tool calls to a pool of
 // workers. On two cores each hand-off between goroutines wakes a thread, and together they
-// cost more than the search a request asks for. Here one goroutine reads, and each request
-// is served on a goroutine of its own, which runs where the reader just was.
+// cost more than the search a request asks for. Here one goroutine reads, and hands each
+// request to a worker waiting for one (or a new worker), which runs where the reader just
+// was: one hand-off, and to a goroutine whose stack is already grown.
 type stdioConn struct {
 	s     *Server
 	out   *responseWatcher
@@ -88,18 +89,21 @@ type stdioConn struct {
 	caps        atomic.Value // mcp.ClientCapabilities
 	version     atomic.Value // string: the protocol version
 
+	jobs    chan func()   // to the idle workers (see work)
+	idle    atomic.Int32  // the workers waiting for a job
 	nextID  atomic.Int64  // of toolsift's own requests to the client
 	closed  chan struct{} // closed when the connection stops serving
 	mu      sync.Mutex    // guards pending and stopping, and orders served.Add before Wait
 	pending map[int64]chan stdioAnswer
 	served  sync.WaitGroup // requests being served
+	workers sync.WaitGroup // the goroutines of work
 	// stopping is set once the connection serves no more requests.
 	stopping bool
 }
 
 func newStdioConn(s *Server, out *responseWatcher) *stdioConn {
 	return &stdioConn{s: s, out: out, notes: make(chan mcp.JSONRPCNotification, 100),
-		pending: map[int64]chan stdioAnswer{}, closed: make(chan struct{})}
+		pending: map[int64]chan stdioAnswer{}, closed: make(chan struct{}), jobs: make(chan func())}
 }
 
 // stdioAnswer is the client's answer to a request of toolsift's.
@@ -165,6 +169,7 @@ func (c *stdioConn) serve(listen context.Context, input io.Reader) error {
 	close(c.closed)
 	cancel()
 	c.served.Wait()
+	c.workers.Wait()
 	notified.Wait()
 	return err
 }
@@ -210,14 +215,45 @@ func (c *stdioConn) dispatch(ctx context.Context, line []byte) {
 		}
 		c.served.Add(1)
 		c.mu.Unlock()
-		go func() {
+		job := func() {
 			defer c.served.Done()
 			c.handle(ctx, line, m.ID)
-		}()
+		}
+		select {
+		case c.jobs <- job: // an idle worker takes it
+		default:
+			// Added before the job is done, so before served.Wait returns in serve.
+			c.workers.Add(1)
+			go c.work(job)
+		}
 	default:
 		c.handle(ctx, line, nil)
 	}
 }
+
+// work does job, then the jobs it is given while it is one of maxIdleWorkers or fewer
+// waiting, until the connection closes. A worker that stays keeps the stack its first
+// request grew: a new goroutine would grow it again, copying it three or four times.
+func (c *stdioConn) work(job func()) {
+	defer c.workers.Done()
+	for {
+		job()
+		if c.idle.Add(1) > maxIdleWorkers {
+			c.idle.Add(-1)
+			return
+		}
+		select {
+		case job = <-c.jobs:
+			c.idle.Add(-1)
+		case <-c.closed:
+			c.idle.Add(-1)
+			return
+		}
+	}
+}
+
+// maxIdleWorkers bounds the workers a stdio connection keeps waiting for requests.
+const maxIdleWorkers = 4
 
 // handle has mcp-go's server handle a message and writes its response, if any.
 func (c *stdioConn) handle(ctx context.Context, line, id json.RawMessage) {

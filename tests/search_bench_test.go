@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -93,14 +92,17 @@ func reportLatency(b *testing.B, lat []time.Duration, prefix string) {
 }
 
 // leanClient is an MCP client over stdio that reads of each message only what it must:
-// whether it is an answer, and to what, or list_changed. The benchmarks measure toolsift
-// with it, not a client's decoding.
+// whether it is an answer, and to what, or list_changed. It reads the answer to a request
+// on the goroutine that sent it, so that no hand-off between its own threads is measured.
+// The benchmarks measure toolsift with it, not a client's decoding or scheduling.
 type leanClient struct {
 	tb      testing.TB
-	mu      sync.Mutex // guards in, for the reader's re-lists
 	in      io.WriteCloser
+	out     *os.File // toolsift's stdout, read with a deadline
+	r       *bufio.Reader
+	relist  bool // re-list on list_changed, as Claude Code does
+	relists int
 	nextID  int
-	answers chan []byte // answers to the client's own requests, in order
 }
 
 // startLean starts toolsift with args and initializes a session as client; with relist, the
@@ -122,42 +124,13 @@ func startLean(tb testing.TB, toolsift, client string, relist bool, args ...stri
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	c := &leanClient{tb: tb, in: in, answers: make(chan []byte, 1)}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		defer close(c.answers)
-		r := bufio.NewReaderSize(out, 1<<20)
-		relists := 0
-		for {
-			line, err := r.ReadSlice('\n')
-			if err == bufio.ErrBufferFull {
-				rest, _ := r.ReadBytes('\n')
-				line, err = append(bytes.Clone(line), rest...), nil
-			}
-			if err != nil {
-				return
-			}
-			switch id := jsonrpc.ID(line); {
-			case bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"`)):
-				if relist {
-					relists++ // each its own id: two lists in flight under one would be ambiguous
-					c.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":"relist-%d","method":"tools/list"}`, relists))
-				}
-			case bytes.HasPrefix(id, []byte(`"relist-`)):
-			case id != nil && bytes.Contains(line[:min(len(line), 64)], []byte(`"method":`)):
-				c.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{}}`, id)) // a request of toolsift's
-			case id != nil:
-				c.answers <- bytes.Clone(line)
-			}
-		}
-	}()
+	c := &leanClient{tb: tb, in: in, out: out.(*os.File), r: bufio.NewReaderSize(out, 1<<20), relist: relist}
 	tb.Cleanup(func() {
 		in.Close()
+		go io.Copy(io.Discard, out) // what is still written, so that toolsift can end
 		if err := cmd.Wait(); err != nil {
 			tb.Errorf("toolsift: %v\n%s", err, stderr)
 		}
-		<-read
 	})
 	c.request("initialize", fmt.Sprintf(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":%q,"version":"1"}}`, client))
 	c.write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -165,32 +138,44 @@ func startLean(tb testing.TB, toolsift, client string, relist bool, args ...stri
 }
 
 func (c *leanClient) write(msg string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if _, err := io.WriteString(c.in, msg+"\n"); err != nil {
-		c.tb.Errorf("writing to toolsift: %v", err)
+		c.tb.Fatalf("writing to toolsift: %v", err)
 	}
 }
 
-// request sends a request and returns its answer, failing on an error answer.
+// request sends a request and returns its answer, failing on an error answer. It answers
+// toolsift's own requests meanwhile, and re-lists on list_changed if the client does.
 func (c *leanClient) request(method, params string) []byte {
 	c.nextID++
+	want := fmt.Sprint(c.nextID)
 	c.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, c.nextID, method, params))
-	select {
-	case answer, ok := <-c.answers:
-		if !ok {
-			c.tb.Fatalf("%s: toolsift ended", method)
+	c.out.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		line, err := c.r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			rest, _ := c.r.ReadBytes('\n')
+			line, err = append(bytes.Clone(line), rest...), nil
 		}
-		if id := jsonrpc.ID(answer); string(id) != fmt.Sprint(c.nextID) {
-			c.tb.Fatalf("%s: answer to %s, want %d", method, id, c.nextID)
+		if err != nil {
+			c.tb.Fatalf("%s: reading toolsift's answer: %v", method, err)
 		}
-		if bytes.HasPrefix(answer, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error"`, c.nextID))) || bytes.Contains(answer, []byte(`"isError":true`)) {
-			c.tb.Fatalf("%s: %s", method, answer)
+		switch id := jsonrpc.ID(line); {
+		case bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"`)):
+			if c.relist {
+				c.relists++ // each its own id: two lists in flight under one would be ambiguous
+				c.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":"relist-%d","method":"tools/list"}`, c.relists))
+			}
+		case bytes.HasPrefix(id, []byte(`"relist-`)):
+		case id != nil && bytes.Contains(line[:min(len(line), 64)], []byte(`"method":`)):
+			c.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{}}`, id)) // a request of toolsift's
+		case string(id) == want:
+			if bytes.HasPrefix(line, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error"`, want))) || bytes.Contains(line, []byte(`"isError":true`)) {
+				c.tb.Fatalf("%s: %s", method, line)
+			}
+			return line // valid until the next read
+		case id != nil:
+			c.tb.Fatalf("%s: answer to %s, want %s", method, id, want)
 		}
-		return answer
-	case <-time.After(30 * time.Second):
-		c.tb.Fatalf("%s: no answer within 30s", method)
-		return nil
 	}
 }
 
