@@ -152,11 +152,11 @@ func (sc *scratch) topK(ix *Index, q Query, plan []qterm, k int, st *searchStats
 			sc.kth = sc.kth[:0]
 			for _, d := range sc.cand {
 				t := sc.top[ix.serverOf[d]]
-				sc.kth = pushTop(sc.kth, sc.score[d]*(1+serverPrior*(t[0]+t[1]+t[2])/most)*(1-slack), k)
+				sc.kth = pushTop(sc.kth, sc.acc[d].score*(1+serverPrior*(t[0]+t[1]+t[2])/most)*(1-slack), k)
 			}
 		}
 		for _, d := range sc.touched[first:] {
-			if f := sc.score[d]; f*(1+serverPrior*min(1, str/strongest))*(1+slack) >= theta && ix.hasAll(d, q.Required) {
+			if f := sc.acc[d].score; f*(1+serverPrior*min(1, str/strongest))*(1+slack) >= theta && ix.hasAll(d, q.Required) {
 				sc.cand = append(sc.cand, d)
 				sc.kth = pushTop(sc.kth, f*(1+serverPrior*str/most)*(1-slack), k)
 			}
@@ -171,7 +171,7 @@ func (sc *scratch) topK(ix *Index, q Query, plan []qterm, k int, st *searchStats
 	var hits []Hit
 	for _, d := range sc.cand {
 		t := sc.top[ix.serverOf[d]]
-		s := sc.score[d]
+		s := sc.acc[d].score
 		if strongest > 0 {
 			s *= 1 + serverPrior*(t[0]+t[1]+t[2])/strongest
 		}
@@ -342,12 +342,12 @@ func (sc *scratch) scoreServer(plan []qterm, coord []float64, s int32) float64 {
 		if len(t.expansions) == 1 && t.skip == nil {
 			// A doc's share of a term with one expansion is its value: add it at once.
 			for _, p := range ps {
-				d := p.doc
-				if sc.matched[d] == 0 {
-					sc.touched = append(sc.touched, d)
+				a := &sc.acc[p.doc]
+				if a.matched == 0 {
+					sc.touched = append(sc.touched, p.doc)
 				}
-				sc.matched[d]++
-				sc.score[d] += float64(float64(p.base) * w)
+				a.matched++
+				a.score += float64(float64(p.base) * w)
 			}
 			continue
 		}
@@ -356,20 +356,24 @@ func (sc *scratch) scoreServer(plan []qterm, coord []float64, s int32) float64 {
 			if t.skip != nil && t.skip[d] {
 				continue
 			}
-			if sc.termGen[d] != sc.gen {
-				sc.termGen[d] = sc.gen
-				sc.best[d], sc.total[d] = 0, 0
+			a := &sc.acc[d]
+			if a.termGen != sc.gen {
+				a.termGen = sc.gen
+				a.best, a.total = 0, 0
 				sc.termDocs = append(sc.termDocs, d)
 			}
 			v := float64(float64(p.base) * w)
-			sc.total[d] += v
-			sc.best[d] = max(sc.best[d], v)
+			a.total += v
+			if v > a.best { // as max: values are never NaN nor -0
+				a.best = v
+			}
 		}
 	}
 	sc.addShares()
 	for _, d := range sc.touched[first:] {
-		sc.score[d] *= coord[min(int(sc.matched[d]), len(plan))]
-		top3(&sc.top[s], sc.score[d])
+		a := &sc.acc[d]
+		a.score *= coord[min(int(a.matched), len(plan))]
+		top3(&sc.top[s], a.score)
 	}
 	return sc.strength(s)
 }
@@ -377,11 +381,12 @@ func (sc *scratch) scoreServer(plan []qterm, coord []float64, s int32) float64 {
 // addShares adds to each doc in termDocs its share of the term just scored, as add does.
 func (sc *scratch) addShares() {
 	for _, d := range sc.termDocs {
-		if sc.matched[d] == 0 {
+		a := &sc.acc[d]
+		if a.matched == 0 {
 			sc.touched = append(sc.touched, d)
 		}
-		sc.matched[d]++
-		sc.score[d] += share(sc.best[d], sc.total[d])
+		a.matched++
+		a.score += share(a.best, a.total)
 	}
 	sc.termDocs = sc.termDocs[:0]
 }

@@ -10,20 +10,26 @@ import (
 // indexed by doc, reused through a pool, keep a query at 10,000 tools free of map traffic;
 // only the docs a query touched are reset afterwards.
 type scratch struct {
-	score   []float64
-	matched []uint16 // how many query terms each doc matched
-	touched []int32  // docs with a score, to rank and to reset
+	acc     []acc   // by doc
+	touched []int32 // docs with a score, to rank and to reset
 
-	// Per term: the best expansion's value and the sum of all, for the docs in termDocs.
-	best, total []float64
-	termGen     []uint32
-	gen         uint32
-	termDocs    []int32
+	gen      uint32  // the term being scored (see acc.termGen)
+	termDocs []int32 // the docs it matched
 
 	// Per server: its three best scores, for the server prior.
 	top [][3]float64
 
 	pruneScratch // for topK
+}
+
+// acc is a doc's accumulators, together so that scoring a doc touches one cache line: a
+// search of a large catalog scores thousands of docs, each scattered over them.
+type acc struct {
+	score   float64
+	best    float64 // the term's best expansion's value (for termGen's term)
+	total   float64 // and the sum of its expansions' values
+	termGen uint32  // the term best and total are for
+	matched uint16  // how many query terms the doc matched
 }
 
 func (ix *Index) getScratch() *scratch {
@@ -35,9 +41,7 @@ func (ix *Index) getScratch() *scratch {
 	}
 	n := len(ix.docs)
 	return &scratch{
-		score: make([]float64, n), matched: make([]uint16, n),
-		best: make([]float64, n), total: make([]float64, n), termGen: make([]uint32, n),
-		top: make([][3]float64, len(ix.servers)),
+		acc: make([]acc, n), top: make([][3]float64, len(ix.servers)),
 	}
 }
 
@@ -58,22 +62,26 @@ func (sc *scratch) add(t qterm) {
 			if t.skip != nil && t.skip[d] {
 				continue
 			}
-			if sc.termGen[d] != sc.gen {
-				sc.termGen[d] = sc.gen
-				sc.best[d], sc.total[d] = 0, 0
+			a := &sc.acc[d]
+			if a.termGen != sc.gen {
+				a.termGen = sc.gen
+				a.best, a.total = 0, 0
 				sc.termDocs = append(sc.termDocs, d)
 			}
 			v := float64(float64(p.base) * e.w)
-			sc.total[d] += v
-			sc.best[d] = max(sc.best[d], v)
+			a.total += v
+			if v > a.best { // as max: values are never NaN nor -0
+				a.best = v
+			}
 		}
 	}
 	for _, d := range sc.termDocs {
-		if sc.matched[d] == 0 {
+		a := &sc.acc[d]
+		if a.matched == 0 {
 			sc.touched = append(sc.touched, d)
 		}
-		sc.matched[d]++
-		sc.score[d] += share(sc.best[d], sc.total[d])
+		a.matched++
+		a.score += share(a.best, a.total)
 	}
 }
 
@@ -84,8 +92,9 @@ func (sc *scratch) rank(ix *Index, q Query, known, limit int) []Hit {
 	// coord[m] scales the score of a doc that matched m of the known terms.
 	coord := coordTable(known)
 	for _, d := range sc.touched {
-		sc.score[d] *= coord[min(int(sc.matched[d]), known)]
-		top3(&sc.top[ix.serverOf[d]], sc.score[d])
+		a := &sc.acc[d]
+		a.score *= coord[min(int(a.matched), known)]
+		top3(&sc.top[ix.serverOf[d]], a.score)
 	}
 	// The server prior: a query about pods and namespaces is about Kubernetes, so
 	// kubectl_get should rank above a lone match of "staging" among another server's
@@ -99,7 +108,7 @@ func (sc *scratch) rank(ix *Index, q Query, known, limit int) []Hit {
 	}
 	var hits []Hit
 	for _, d := range sc.touched {
-		s := sc.score[d]
+		s := sc.acc[d].score
 		if t := sc.top[ix.serverOf[d]]; strongest > 0 {
 			s *= 1 + serverPrior*(t[0]+t[1]+t[2])/strongest
 		}
@@ -143,7 +152,7 @@ func better(a, b Hit) bool {
 
 func (sc *scratch) reset(ix *Index) {
 	for _, d := range sc.touched {
-		sc.score[d], sc.matched[d] = 0, 0
+		sc.acc[d].score, sc.acc[d].matched = 0, 0
 		sc.top[ix.serverOf[d]] = [3]float64{}
 	}
 	sc.touched = sc.touched[:0]
