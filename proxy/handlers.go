@@ -151,7 +151,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		res.Unlocked, res.Dropped = append(res.Unlocked, added...), dropped
 		if len(added) > 0 || len(dropped) > 0 {
 			// Hold the result until the session has re-listed (see session).
-			hold = s.announce(ctx, sess, len(added) > 0, "search")
+			hold = s.announce(withResultSoon(ctx), sess, len(added) > 0, "search")
 		}
 	}
 	res.Hint = hintCall

@@ -48,8 +48,8 @@ type Options struct {
 	// next model request only if the re-list finished before the result arrived (see session).
 	ListWait time.Duration
 	// MaxCalls bounds the tool calls one session may have in flight; past it a call is an
-	// isError result at once. 0 means 32. Hung calls must never starve tool_search, so over
-	// stdio mcp-go is given enough workers for MaxCalls calls and a few more.
+	// isError result at once. 0 means 32. Hung calls never starve tool_search: over stdio
+	// each request has a worker of its own (see stdioConn).
 	MaxCalls int
 	// MaxUnlocked bounds the tools one session has unlocked; past it, the least recently
 	// used (unlocked, matched or called) fall out of its list. 0 means 30.

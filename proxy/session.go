@@ -257,13 +257,16 @@ func (s *Server) announce(ctx context.Context, sess *session, wait bool, reason 
 	listed, holds, settle := sess.listed, sess.holds, sess.settle
 	limit := cmp.Or(sess.wait, s.opts.ListWait)
 	sess.mu.Unlock()
-	s.notifyListChanged(ctx, sess, reason)
-	if !wait {
-		return holdNone
-	}
-	if !holds {
+	if !wait || !holds {
+		// Nothing waits for the client to act on it: over stdio it may go out with the
+		// request's result, if that follows at once.
+		s.notifyListChanged(ctx, sess, reason)
+		if !wait {
+			return holdNone
+		}
 		return holdSkipped
 	}
+	s.notifyListChanged(withoutResultSoon(ctx), sess, reason)
 	outcome := holdTimeout
 	half := time.NewTimer(limit / 2)
 	defer half.Stop()
@@ -308,6 +311,13 @@ wait:
 // HTTP a client that holds no GET stream has only the POST stream of its current request.
 func (s *Server) notifyListChanged(ctx context.Context, sess *session, reason string) {
 	method := string(mcp.MethodNotificationToolsListChanged)
+	if c, ok := server.ClientSessionFromContext(ctx).(*stdioConn); ok && c.Initialized() {
+		// Written by this goroutine, so before the request's answer: not through mcp-go's
+		// queue, whose goroutine would write it when it next runs.
+		c.notify(ctx, method)
+		s.log.Debug("list_changed sent", "session", sess.id, "reason", reason)
+		return
+	}
 	err := s.mcp.SendNotificationToClient(ctx, method, nil)
 	if err != nil && sess.id != "" {
 		err = s.mcp.SendNotificationToSpecificClient(sess.id, method, nil)

@@ -153,16 +153,35 @@ type responseWatcher struct {
 // Write writes p, one JSON-RPC message, spliced if it is pending, unless it is a flush
 // marker, and then, if it was a pending tools/list response, marks its session listed.
 func (rw *responseWatcher) Write(p []byte) (int, error) {
+	return rw.writeAfter(nil, p)
+}
+
+// writeAfter is Write, with before, whole messages written as they are, written first in
+// the same call to the underlying writer. p may be nil.
+func (rw *responseWatcher) writeAfter(before, p []byte) (int, error) {
+	n := len(p)
 	if rw.flushes.take(p) {
-		return len(p), nil
+		p = nil
+	}
+	if p == nil {
+		if before == nil {
+			return n, nil
+		}
+		rw.mu.Lock()
+		_, err := rw.w.Write(before)
+		rw.mu.Unlock()
+		return n, err
 	}
 	pl, listed := rw.lists.take(p)
 	msg := pl.splice(unwrapBigID(p))
+	if before != nil {
+		msg = append(before, msg...)
+	}
 	rw.mu.Lock()
-	n, err := rw.w.Write(msg)
+	_, err := rw.w.Write(msg)
 	rw.mu.Unlock()
-	if err == nil {
-		n = len(p)
+	if err != nil {
+		n = 0
 	}
 	if rw.answered != nil {
 		if id, ok := responseID(p); ok {

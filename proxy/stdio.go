@@ -99,6 +99,10 @@ type stdioConn struct {
 	workers sync.WaitGroup // the goroutines of work
 	// stopping is set once the connection serves no more requests.
 	stopping bool
+
+	heldMu    sync.Mutex // guards held and heldTimer
+	held      []byte     // notifications held back (see notify)
+	heldTimer *time.Timer
 }
 
 func newStdioConn(s *Server, out *responseWatcher) *stdioConn {
@@ -171,6 +175,12 @@ func (c *stdioConn) serve(listen context.Context, input io.Reader) error {
 	c.served.Wait()
 	c.workers.Wait()
 	notified.Wait()
+	c.heldMu.Lock()
+	if c.heldTimer != nil {
+		c.heldTimer.Stop()
+	}
+	c.heldMu.Unlock()
+	c.flushHeld()
 	return err
 }
 
@@ -270,16 +280,71 @@ func (c *stdioConn) handle(ctx context.Context, line, id json.RawMessage) {
 	}
 }
 
-// write writes msg, one JSON-RPC message, on a line.
+// write writes msg, one JSON-RPC message, on a line, after any notification held back.
 func (c *stdioConn) write(msg any) {
 	b, err := json.Marshal(msg)
 	if err != nil {
 		c.s.log.Error("encoding a message to the client", "err", err)
 		return
 	}
-	if _, err := c.out.Write(append(b, '\n')); err != nil {
+	c.heldMu.Lock()
+	held := c.held
+	if held != nil {
+		c.held = nil
+		c.heldTimer.Stop() // no wake-up for nothing
+	}
+	c.heldMu.Unlock()
+	if _, err := c.out.writeAfter(held, append(b, '\n')); err != nil {
 		c.s.log.Debug("writing to the client", "err", err)
 	}
+}
+
+// notify writes a notification without params. In a context from withResultSoon it is held
+// back, up to heldFor, to go out in one write with the next message (the request's result,
+// which follows at once): one system call, and one wake-up of the client, instead of two.
+func (c *stdioConn) notify(ctx context.Context, method string) {
+	line := []byte(`{"jsonrpc":"2.0","method":"` + method + `"}` + "\n")
+	if soon, _ := ctx.Value(resultSoonKey{}).(bool); !soon {
+		c.out.Write(line)
+		return
+	}
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
+	if bytes.Contains(c.held, line) {
+		return // one says it as well as two
+	}
+	c.held = append(c.held, line...)
+	if c.heldTimer == nil {
+		c.heldTimer = time.AfterFunc(heldFor, c.flushHeld)
+	} else {
+		c.heldTimer.Reset(heldFor)
+	}
+}
+
+// heldFor bounds how long notify holds a notification back for the message after it.
+const heldFor = 2 * time.Millisecond
+
+// flushHeld writes the notifications held back, if any are still.
+func (c *stdioConn) flushHeld() {
+	c.heldMu.Lock()
+	held := c.held
+	c.held = nil
+	c.heldMu.Unlock()
+	if held != nil {
+		c.out.writeAfter(held, nil)
+	}
+}
+
+type resultSoonKey struct{}
+
+// withResultSoon marks ctx as a request's whose result follows at once (see notify), and
+// withoutResultSoon takes the mark off.
+func withResultSoon(ctx context.Context) context.Context {
+	return context.WithValue(ctx, resultSoonKey{}, true)
+}
+
+func withoutResultSoon(ctx context.Context) context.Context {
+	return context.WithValue(ctx, resultSoonKey{}, false)
 }
 
 // answer hands the client's answer to the request of toolsift's it is for.

@@ -161,3 +161,36 @@ func TestStdioConnRequests(t *testing.T) {
 		t.Fatalf("serve: %v", err)
 	}
 }
+
+// TestListChangedBeforeSearchResult: over stdio, the list_changed of a search whose client
+// reads the result at once (Codex) goes out before the result, not after it from another
+// goroutine; and one that no message follows still goes out, within heldFor.
+func TestListChangedBeforeSearchResult(t *testing.T) {
+	c := newTranscript(t, newGoldenProxy(t))
+	c.initializeAs("codex-mcp-client")
+	id := c.send("tools/call", map[string]any{"name": SearchTool, "arguments": map[string]any{"query": "create issue"}})
+	c.expect("notifications/tools/list_changed")
+	c.expect(id)
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	conn := newStdioConn(newGoldenProxy(t), &responseWatcher{w: outW, lists: &pendingSplices{}})
+	served := make(chan error, 1)
+	go func() { served <- conn.serve(context.Background(), inR) }()
+	defer func() {
+		inW.Close()
+		go io.Copy(io.Discard, outR)
+		<-served
+	}()
+	conn.Initialize()
+	start := time.Now()
+	conn.notify(withResultSoon(context.Background()), "notifications/tools/list_changed")
+	conn.notify(withResultSoon(context.Background()), "notifications/tools/list_changed") // once is enough
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil || line != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`+"\n" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a held notification went out after %v", d)
+	}
+}
