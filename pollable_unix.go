@@ -17,15 +17,16 @@ import (
 // decoding of the request. A pollable file parks the goroutine instead.
 //
 // Non-blocking mode belongs to the open file, which f shares with whatever else holds it,
-// so it is set only for pipes and sockets (never a terminal, which a shell shares) and
-// cleared again when done. The new file is a duplicate, so that f, which still owns the
+// so it is set only for pipes and sockets (never a terminal, which a shell shares) and put
+// back as it was when done. The new file is a duplicate, so that f, which still owns the
 // descriptor, is never left closed under its owner.
 func pollable(f *os.File) (*os.File, func()) {
-	rc, err := f.SyscallConn() // not Fd, which would put f in blocking mode for good
+	rc, err := f.SyscallConn()
 	if err != nil {
 		return f, func() {}
 	}
 	var dup int
+	var wasNonblocking bool
 	var setErr error
 	if err := rc.Control(func(fd uintptr) {
 		var st unix.Stat_t
@@ -36,6 +37,11 @@ func pollable(f *os.File) (*os.File, func()) {
 			setErr = os.ErrInvalid
 			return
 		}
+		flags, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
+		if setErr = err; err != nil {
+			return
+		}
+		wasNonblocking = flags&unix.O_NONBLOCK != 0
 		// Close-on-exec at once: upstream servers are started meanwhile.
 		if dup, setErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); setErr != nil {
 			return
@@ -49,7 +55,9 @@ func pollable(f *os.File) (*os.File, func()) {
 	nf := os.NewFile(uintptr(dup), f.Name()) // non-blocking, so the poller takes it
 	return nf, func() {
 		nf.Close()
-		// The open file f shares is blocking again, as its other holders expect.
-		_ = rc.Control(func(fd uintptr) { _ = unix.SetNonblock(int(fd), false) })
+		// The open file f shares is as its other holders expect it. (Where stdin and stdout
+		// are one socket, the second call found it non-blocking, and leaves it so; the first
+		// clears it, last.)
+		_ = rc.Control(func(fd uintptr) { _ = unix.SetNonblock(int(fd), wasNonblocking) })
 	}
 }

@@ -91,3 +91,18 @@ func TestPollableLeavesOthersAlone(t *testing.T) {
 		undo()
 	}
 }
+
+// TestPollableKeepsNonblocking: a pipe that was non-blocking already is left so.
+func TestPollableKeepsNonblocking(t *testing.T) {
+	r, _ := blockingPipe(t)
+	rc, _ := r.SyscallConn()
+	rc.Control(func(fd uintptr) { unix.SetNonblock(int(fd), true) })
+	pr, undo := pollable(r)
+	if pr == r {
+		t.Fatal("pollable returned the pipe itself")
+	}
+	undo()
+	if !nonblocking(t, r) {
+		t.Error("a pipe that was non-blocking is left blocking")
+	}
+}

@@ -266,7 +266,8 @@ func (s *Server) announce(ctx context.Context, sess *session, wait bool, reason 
 		}
 		return holdSkipped
 	}
-	s.notifyListChanged(withoutResultSoon(ctx), sess, reason)
+	ctx = withoutResultSoon(ctx) // a re-list comes before the result: nothing to wait for
+	s.notifyListChanged(ctx, sess, reason)
 	outcome := holdTimeout
 	half := time.NewTimer(limit / 2)
 	defer half.Stop()

@@ -141,7 +141,7 @@ func spliceTools(msg []byte, tools []*form) []byte {
 // lists (tools/list, tool_search), takes flush markers out (see flushes), and reports each
 // tools/list response once it has been written (step 4).
 type responseWatcher struct {
-	mu    sync.Mutex // serializes writes to w: mcp-go's, and toolsift's own refusals
+	mu    sync.Mutex // serializes writes to w: answers, notifications, toolsift's own refusals
 	w     io.Writer
 	lists *pendingSplices
 	// answered, if set, is told the id of each answer written (see drainReader).

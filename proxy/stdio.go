@@ -6,8 +6,10 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -100,9 +102,10 @@ type stdioConn struct {
 	// stopping is set once the connection serves no more requests.
 	stopping bool
 
-	heldMu    sync.Mutex // guards held and heldTimer
+	heldMu    sync.Mutex // guards held and heldTimer, and is held while they are written
 	held      []byte     // notifications held back (see notify)
 	heldTimer *time.Timer
+	writeErrs atomic.Int32 // failed writes to the client
 }
 
 func newStdioConn(s *Server, out *responseWatcher) *stdioConn {
@@ -158,8 +161,9 @@ func (c *stdioConn) serve(listen context.Context, input io.Reader) error {
 			}
 		}
 	})
-	// The reader may be blocked on input after listen is done: it ends when input does (the
-	// caller closes it), and serves nothing more, since input then gives no more lines.
+	// The reader may be blocked on input after listen is done: it ends when input does (serve
+	// closes a pollable stdin on return; another input, a terminal, ends with the process),
+	// and serves nothing more, since input then gives no more lines.
 	read := make(chan error, 1)
 	go func() { read <- c.read(ctx, input) }()
 	var err error
@@ -201,22 +205,34 @@ func (c *stdioConn) read(ctx context.Context, input io.Reader) error {
 	}
 }
 
-// dispatch serves a request on a goroutine of its own, and a notification, or an answer to
+// dispatch hands a request to a worker (see work), and serves a notification, or an answer to
 // toolsift, at once, in the order read.
 func (c *stdioConn) dispatch(ctx context.Context, line []byte) {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 		Result json.RawMessage `json:"result"`
-		Error  *jsonrpcError   `json:"error"`
+		Error  json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(line, &m); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			// JSON, but not JSON-RPC as toolsift reads it (a method that is no string):
+			// mcp-go's server answers it as it sees fit, with its id if it has one.
+			c.handle(ctx, line, nil)
+			return
+		}
 		c.write(mcp.NewJSONRPCError(mcp.NewRequestId(nil), mcp.PARSE_ERROR, "Parse error", nil))
 		return
 	}
 	switch {
 	case m.Method == "" && len(m.ID) > 0 && (m.Result != nil || m.Error != nil):
-		c.answer(m.ID, stdioAnswer{result: m.Result, err: m.Error})
+		a := stdioAnswer{result: m.Result}
+		if m.Error != nil {
+			a.err = &jsonrpcError{Code: mcp.INTERNAL_ERROR, Message: string(m.Error)}
+			_ = json.Unmarshal(m.Error, a.err) // a malformed error is still an error
+		}
+		c.answer(m.ID, a)
 	case m.Method != "" && len(m.ID) > 0: // a request (see drainReader.line)
 		c.mu.Lock()
 		if c.stopping {
@@ -287,16 +303,28 @@ func (c *stdioConn) write(msg any) {
 		c.s.log.Error("encoding a message to the client", "err", err)
 		return
 	}
+	// Taking what is held and writing it are one step, under heldMu: a message written
+	// meanwhile would overtake the notifications held.
 	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
 	held := c.held
 	if held != nil {
 		c.held = nil
 		c.heldTimer.Stop() // no wake-up for nothing
 	}
-	c.heldMu.Unlock()
 	if _, err := c.out.writeAfter(held, append(b, '\n')); err != nil {
-		c.s.log.Debug("writing to the client", "err", err)
+		c.writeFailed(err)
 	}
+}
+
+// writeFailed logs a failed write to the client, the first at warn: stdout is a dup of the
+// process's, so a client gone is EPIPE here rather than a SIGPIPE that ends toolsift.
+func (c *stdioConn) writeFailed(err error) {
+	level := slog.LevelDebug
+	if c.writeErrs.Add(1) == 1 {
+		level = slog.LevelWarn
+	}
+	c.s.log.Log(context.Background(), level, "writing to the client", "error", err)
 }
 
 // notify writes a notification without params. In a context from withResultSoon it is held
@@ -327,11 +355,13 @@ const heldFor = 2 * time.Millisecond
 // flushHeld writes the notifications held back, if any are still.
 func (c *stdioConn) flushHeld() {
 	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
 	held := c.held
 	c.held = nil
-	c.heldMu.Unlock()
 	if held != nil {
-		c.out.writeAfter(held, nil)
+		if _, err := c.out.writeAfter(held, nil); err != nil {
+			c.writeFailed(err)
+		}
 	}
 }
 
@@ -633,9 +663,9 @@ const flushMethod = "notifications/toolsift/flush"
 var flushPrefix = []byte(`{"jsonrpc":"2.0","method":"` + flushMethod + `"`)
 
 // flushes lets a call wait until every notification queued to its stdio session so far has
-// been written: mcp-go writes a session's notifications one at a time, in the order they
-// were queued, so once a marker queued after them reaches the output, they are out. The
-// responseWatcher takes the marker out there.
+// been written: the session's notification goroutine writes them one at a time, in the
+// order they were queued, so once a marker queued after them reaches the output, they are
+// out. The responseWatcher takes the marker out there.
 type flushes struct {
 	mcp *server.MCPServer // fixed at creation
 

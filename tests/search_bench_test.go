@@ -127,7 +127,10 @@ func startLean(tb testing.TB, toolsift, client string, relist bool, args ...stri
 	c := &leanClient{tb: tb, in: in, out: out.(*os.File), r: bufio.NewReaderSize(out, 1<<20), relist: relist}
 	tb.Cleanup(func() {
 		in.Close()
-		go io.Copy(io.Discard, out) // what is still written, so that toolsift can end
+		// What is still written, so that toolsift can end; read to the end before Wait,
+		// which closes the pipe.
+		c.out.SetReadDeadline(time.Now().Add(30 * time.Second))
+		io.Copy(io.Discard, c.r)
 		if err := cmd.Wait(); err != nil {
 			tb.Errorf("toolsift: %v\n%s", err, stderr)
 		}

@@ -124,20 +124,26 @@ func (lw *Writer) Flush() {
 }
 
 // Close writes what is queued and stops the goroutine; later writes go straight to the
-// underlying writer. It may be called more than once.
+// underlying writer. It waits for the queued lines to be written for up to closeWait: a log
+// nobody reads must not hold up an exit. It may be called more than once.
 func (lw *Writer) Close() error {
-	lw.Flush()
 	lw.mu.Lock()
-	if lw.closed {
-		lw.mu.Unlock()
-		<-lw.done
-		return nil
+	if !lw.closed {
+		lw.closed = true
+		lw.timer.Stop()
+		lw.signal()    // for what is queued: the goroutine takes it after the close
+		close(lw.wake) // under mu, so no Write can signal after it
+		lw.idle.Broadcast()
 	}
-	lw.closed = true
-	lw.timer.Stop()
-	close(lw.wake) // the goroutine still takes a token sent before
-	lw.idle.Broadcast()
 	lw.mu.Unlock()
-	<-lw.done
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-lw.done:
+	case <-t.C:
+	}
 	return nil
 }
+
+// closeWait bounds how long Close waits for the queued lines to be written.
+const closeWait = 2 * time.Second

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the Writer's goroutine and the test.
@@ -105,5 +106,28 @@ func TestConcurrentWritesAndClose(t *testing.T) {
 	w.Close()
 	if n := strings.Count(out.String(), "\n"); n != 800 {
 		t.Fatalf("%d lines written, want 800", n)
+	}
+}
+
+// TestCloseWritesWhatIsQueued: a line written just before Close, with no batch due yet, is
+// written by Close; and Close does not wait for ever on a reader that never reads.
+func TestCloseWritesWhatIsQueued(t *testing.T) {
+	for range 200 {
+		var out lockedBuffer
+		w := New(&out, 1<<20)
+		w.Write([]byte("last\n"))
+		w.Close()
+		if got := out.String(); got != "last\n" {
+			t.Fatalf("after Close: %q", got)
+		}
+	}
+	bw := &blockingWriter{started: make(chan struct{}), release: make(chan struct{})}
+	defer close(bw.release)
+	w := New(bw, 100)
+	w.Write([]byte("stuck\n"))
+	start := time.Now()
+	w.Close()
+	if d := time.Since(start); d > closeWait+time.Second {
+		t.Errorf("Close took %v on a reader that never reads", d)
 	}
 }
