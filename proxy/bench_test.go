@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -521,4 +524,58 @@ func heapBySide() heapSides {
 		}
 	}
 	return h
+}
+
+// BenchmarkStdio sends a ping, or a tool_search over 1,000 tools, through ServeStdio over
+// in-memory pipes and reads its answer: what one request costs toolsift's stdio transport,
+// without the operating system's pipes and wake-ups.
+func BenchmarkStdio(b *testing.B) {
+	p, _ := benchProxy(b, 1000, Options{})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- p.ServeStdio(context.Background(), inR, outW) }()
+	defer func() {
+		inW.Close()
+		go io.Copy(io.Discard, outR)
+		if err := <-served; err != nil {
+			b.Error(err)
+		}
+	}()
+	out := bufio.NewReader(outR)
+	id := 0
+	// request sends a request and reads up to its answer.
+	request := func(method, params string) {
+		id++
+		fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)
+		want := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,`, id)
+		for {
+			line, err := out.ReadBytes('\n')
+			if err != nil {
+				b.Fatal(err)
+			}
+			if bytes.HasPrefix(line, want) {
+				if bytes.Contains(line, []byte(`"isError":true`)) || bytes.Contains(line, []byte(`"error":`)) {
+					b.Fatalf("%s: %s", method, line)
+				}
+				return
+			}
+		}
+	}
+	request("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"codex-mcp-client","version":"1"}}`)
+	fmt.Fprintln(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	search := `{"name":"tool_search","arguments":{"query":"create issue","max_results":5}}`
+	request("tools/call", search) // the first search of a catalog may build its index
+	b.Run("ping", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			request("ping", "{}")
+		}
+	})
+	b.Run("search", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			request("tools/call", search)
+		}
+	})
 }

@@ -352,13 +352,13 @@ func schemaOrEmpty(s json.RawMessage) json.RawMessage {
 // onto the request's stream, and one it holds when the handler returns is dropped (a race in
 // mcp-go); the last message of a call is sent just before its result, so it would be lost
 // most often. Over stdio a marker sent after them tells exactly when they are written (see
-// flushes), so that the result follows them, not a guess of forwardGrace later.
+// stdioConn.flush), so that the result follows them, not a guess of forwardGrace later.
 func flushNotifications(ctx context.Context) {
 	cs := server.ClientSessionFromContext(ctx)
 	if cs == nil {
 		return
 	}
-	if f := flushesFrom(ctx); f != nil && f.flush(ctx) {
+	if c, ok := cs.(*stdioConn); ok && c.flush(ctx) {
 		return
 	}
 	ch := cs.NotificationChannel()

@@ -138,20 +138,18 @@ func spliceTools(msg []byte, tools []*form) []byte {
 }
 
 // responseWatcher passes a transport's output through: it splices the responses pending in
-// lists (tools/list, tool_search), takes flush markers out (see flushes), and reports each
-// tools/list response once it has been written (step 4).
+// lists (tools/list, tool_search), and reports each tools/list response once it has been
+// written (step 4).
 type responseWatcher struct {
 	mu    sync.Mutex // serializes writes to w: answers, notifications, toolsift's own refusals
 	w     io.Writer
 	lists *pendingSplices
 	// answered, if set, is told the id of each answer written (see drainReader).
 	answered func(id []byte)
-	// flushes, if set, has the flush markers to take out of the output (see flushes).
-	flushes *flushes
 }
 
-// Write writes p, one JSON-RPC message, spliced if it is pending, unless it is a flush
-// marker, and then, if it was a pending tools/list response, marks its session listed.
+// Write writes p, one JSON-RPC message, spliced if it is pending, and then, if it was a
+// pending tools/list response, marks its session listed.
 func (rw *responseWatcher) Write(p []byte) (int, error) {
 	return rw.writeAfter(nil, p)
 }
@@ -160,9 +158,6 @@ func (rw *responseWatcher) Write(p []byte) (int, error) {
 // the same call to the underlying writer. p may be nil.
 func (rw *responseWatcher) writeAfter(before, p []byte) (int, error) {
 	n := len(p)
-	if rw.flushes.take(p) {
-		p = nil
-	}
 	if p == nil {
 		if before == nil {
 			return n, nil

@@ -1,34 +1,17 @@
 package logbuf
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolsift/toolsift/internal/mcptest"
 )
 
-// lockedBuffer is a bytes.Buffer safe for the Writer's goroutine and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestLinesInOrder(t *testing.T) {
-	var out lockedBuffer
+	var out mcptest.Buffer
 	w := New(&out, 1<<20)
 	var want strings.Builder
 	for i := range 1000 {
@@ -58,7 +41,7 @@ func TestLinesInOrder(t *testing.T) {
 type blockingWriter struct {
 	started chan struct{}
 	release chan struct{}
-	out     lockedBuffer
+	out     mcptest.Buffer
 	once    sync.Once
 }
 
@@ -91,7 +74,7 @@ func TestStalledReader(t *testing.T) {
 }
 
 func TestConcurrentWritesAndClose(t *testing.T) {
-	var out lockedBuffer
+	var out mcptest.Buffer
 	w := New(&out, 1<<20)
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -113,7 +96,7 @@ func TestConcurrentWritesAndClose(t *testing.T) {
 // written by Close; and Close does not wait for ever on a reader that never reads.
 func TestCloseWritesWhatIsQueued(t *testing.T) {
 	for range 200 {
-		var out lockedBuffer
+		var out mcptest.Buffer
 		w := New(&out, 1<<20)
 		w.Write([]byte("last\n"))
 		w.Close()

@@ -1,0 +1,398 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// stdioConn is a stdio connection: its transport, and its one client session as mcp-go's
+// server sees it.
+//
+// It is toolsift's own rather than mcp-go's StdioServer, which reads each line on a new
+// goroutine, decodes a request five to eight times, and hands tool calls to a pool of
+// workers. On two cores each hand-off between goroutines wakes a thread, and together they
+// cost more than the search a request asks for. Here one goroutine reads, and hands each
+// request to a worker waiting for one (or a new worker), which runs where the reader just
+// was: one hand-off, and to a goroutine whose stack is already grown.
+type stdioConn struct {
+	s     *Server
+	out   *responseWatcher
+	notes chan mcp.JSONRPCNotification // the session's notifications, written in order
+
+	initialized atomic.Bool
+	level       atomic.Value // mcp.LoggingLevel
+	info        atomic.Value // mcp.Implementation
+	caps        atomic.Value // mcp.ClientCapabilities
+	version     atomic.Value // string: the protocol version
+
+	jobs    chan func()   // to the idle workers (see work)
+	idle    atomic.Int32  // the workers waiting for a job
+	nextID  atomic.Int64  // of toolsift's own requests to the client
+	closed  chan struct{} // closed when the connection stops serving
+	mu      sync.Mutex    // guards pending and stopping, and orders served.Add before Wait
+	pending map[int64]chan stdioAnswer
+	served  sync.WaitGroup // requests being served
+	workers sync.WaitGroup // the goroutines of work
+	// stopping is set once the connection serves no more requests.
+	stopping bool
+
+	heldMu    sync.Mutex // guards held and heldTimer, and is held while they are written
+	held      []byte     // notifications held back (see notify)
+	heldTimer *time.Timer
+	writeErrs atomic.Int32 // failed writes to the client
+}
+
+func newStdioConn(s *Server, out *responseWatcher) *stdioConn {
+	return &stdioConn{s: s, out: out, notes: make(chan mcp.JSONRPCNotification, 100),
+		pending: map[int64]chan stdioAnswer{}, closed: make(chan struct{}), jobs: make(chan func())}
+}
+
+// stdioAnswer is the client's answer to a request of toolsift's.
+type stdioAnswer struct {
+	result json.RawMessage
+	err    *jsonrpcError
+}
+
+type jsonrpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+var (
+	_ server.SessionWithLogging         = (*stdioConn)(nil)
+	_ server.SessionWithClientInfo      = (*stdioConn)(nil)
+	_ server.SessionWithProtocolVersion = (*stdioConn)(nil)
+	_ server.SessionWithSampling        = (*stdioConn)(nil)
+	_ server.SessionWithElicitation     = (*stdioConn)(nil)
+	_ server.SessionWithRoots           = (*stdioConn)(nil)
+)
+
+// serve serves the connection until input ends or listen is done: then it cancels the
+// requests still being served and waits for them.
+func (c *stdioConn) serve(listen context.Context, input io.Reader) error {
+	mcpServer := c.s.mcp
+	if err := mcpServer.RegisterSession(listen, c); err != nil {
+		return fmt.Errorf("registering the stdio session: %w", err)
+	}
+	defer mcpServer.UnregisterSession(listen, c.SessionID())
+	ctx := mcpServer.WithContext(listen, c)
+	sess := c.s.sessionFrom(ctx)
+	sess.mu.Lock()
+	sess.watched = true
+	sess.mu.Unlock()
+	ctx = withPendingSplices(ctx, c.out.lists)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var notified sync.WaitGroup
+	notified.Go(func() {
+		for {
+			select {
+			case n := <-c.notes:
+				if n.Method == flushMethod {
+					close(n.Params.AdditionalFields["done"].(chan struct{})) // all before it are out
+					continue
+				}
+				c.write(n)
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	// The reader may be blocked on input after listen is done: it ends when input does (serve
+	// closes a pollable stdin on return; another input, a terminal, ends with the process),
+	// and serves nothing more, since input then gives no more lines.
+	read := make(chan error, 1)
+	go func() { read <- c.read(ctx, input) }()
+	var err error
+	select {
+	case err = <-read:
+	case <-listen.Done():
+	}
+	c.mu.Lock()
+	c.stopping = true
+	c.mu.Unlock()
+	close(c.closed)
+	cancel()
+	c.served.Wait()
+	c.workers.Wait()
+	notified.Wait()
+	c.heldMu.Lock()
+	if c.heldTimer != nil {
+		c.heldTimer.Stop()
+	}
+	c.heldMu.Unlock()
+	c.flushHeld()
+	return err
+}
+
+// read reads and dispatches messages until input ends.
+func (c *stdioConn) read(ctx context.Context, input io.Reader) error {
+	r := bufio.NewReaderSize(input, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			c.dispatch(ctx, line)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading stdin: %w", err)
+		}
+	}
+}
+
+// dispatch hands a request to a worker (see work), and serves a notification, or an answer to
+// toolsift, at once, in the order read.
+func (c *stdioConn) dispatch(ctx context.Context, line []byte) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(line, &m); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			// JSON, but not JSON-RPC as toolsift reads it (a method that is no string):
+			// mcp-go's server answers it as it sees fit, with its id if it has one.
+			c.handle(ctx, line, nil)
+			return
+		}
+		c.write(mcp.NewJSONRPCError(mcp.NewRequestId(nil), mcp.PARSE_ERROR, "Parse error", nil))
+		return
+	}
+	switch {
+	case m.Method == "" && len(m.ID) > 0 && (m.Result != nil || m.Error != nil):
+		a := stdioAnswer{result: m.Result}
+		if m.Error != nil {
+			a.err = &jsonrpcError{Code: mcp.INTERNAL_ERROR, Message: string(m.Error)}
+			_ = json.Unmarshal(m.Error, a.err) // a malformed error is still an error
+		}
+		c.answer(m.ID, a)
+	case m.Method != "" && len(m.ID) > 0: // a request (see drainReader.line)
+		c.mu.Lock()
+		if c.stopping {
+			c.mu.Unlock()
+			return
+		}
+		c.served.Add(1)
+		c.mu.Unlock()
+		job := func() {
+			defer c.served.Done()
+			c.handle(ctx, line, m.ID)
+		}
+		select {
+		case c.jobs <- job: // an idle worker takes it
+		default:
+			// Added before the job is done, so before served.Wait returns in serve.
+			c.workers.Add(1)
+			go c.work(job)
+		}
+	default:
+		c.handle(ctx, line, nil)
+	}
+}
+
+// work does job, then the jobs it is given while it is one of maxIdleWorkers or fewer
+// waiting, until the connection closes. A worker that stays keeps the stack its first
+// request grew: a new goroutine would grow it again, copying it three or four times.
+func (c *stdioConn) work(job func()) {
+	defer c.workers.Done()
+	for {
+		job()
+		if c.idle.Add(1) > maxIdleWorkers {
+			c.idle.Add(-1)
+			return
+		}
+		select {
+		case job = <-c.jobs:
+			c.idle.Add(-1)
+		case <-c.closed:
+			c.idle.Add(-1)
+			return
+		}
+	}
+}
+
+// maxIdleWorkers bounds the workers a stdio connection keeps waiting for requests.
+const maxIdleWorkers = 4
+
+// handle has mcp-go's server handle a message and writes its response, if any.
+func (c *stdioConn) handle(ctx context.Context, line, id json.RawMessage) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.log.Error("panic serving a request", "panic", r, "stack", string(debug.Stack()))
+			if id != nil {
+				c.out.Write(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"internal error"}}`+"\n", id, mcp.INTERNAL_ERROR))
+			}
+		}
+	}()
+	if resp := c.s.mcp.HandleMessage(ctx, line); resp != nil {
+		c.write(resp)
+	}
+}
+
+// write writes msg, one JSON-RPC message, on a line, after any notification held back.
+func (c *stdioConn) write(msg any) {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		c.s.log.Error("encoding a message to the client", "err", err)
+		return
+	}
+	// Taking what is held and writing it are one step, under heldMu: a message written
+	// meanwhile would overtake the notifications held.
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
+	held := c.held
+	if held != nil {
+		c.held = nil
+		c.heldTimer.Stop() // no wake-up for nothing
+	}
+	if _, err := c.out.writeAfter(held, append(b, '\n')); err != nil {
+		c.writeFailed(err)
+	}
+}
+
+// writeFailed logs a failed write to the client, the first at warn: stdout is a dup of the
+// process's, so a client gone is EPIPE here rather than a SIGPIPE that ends toolsift.
+func (c *stdioConn) writeFailed(err error) {
+	level := slog.LevelDebug
+	if c.writeErrs.Add(1) == 1 {
+		level = slog.LevelWarn
+	}
+	c.s.log.Log(context.Background(), level, "writing to the client", "error", err)
+}
+
+// answer hands the client's answer to the request of toolsift's it is for.
+func (c *stdioConn) answer(rawID json.RawMessage, a stdioAnswer) {
+	id, err := strconv.ParseInt(string(rawID), 10, 64)
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	delete(c.pending, id) // a second answer to it goes nowhere
+	c.mu.Unlock()
+	if err != nil || !ok {
+		c.s.log.Debug("an answer to no request of toolsift's", "id", string(rawID))
+		return
+	}
+	ch <- a // buffered for the one answer
+}
+
+// request sends the client a request and decodes its answer's result into result.
+func (c *stdioConn) request(ctx context.Context, method string, params, result any) error {
+	id := c.nextID.Add(1)
+	ch := make(chan stdioAnswer, 1)
+	c.mu.Lock()
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+	c.write(struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      int64  `json:"id"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{mcp.JSONRPC_VERSION, id, method, params})
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			return fmt.Errorf("%s: the client answered error %d: %s", method, a.err.Code, a.err.Message)
+		}
+		if err := json.Unmarshal(a.result, result); err != nil {
+			return fmt.Errorf("%s: decoding the client's answer: %w", method, err)
+		}
+		return nil
+	case <-c.closed:
+		return fmt.Errorf("%s: the client is gone", method)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *stdioConn) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	var res mcp.CreateMessageResult
+	if err := c.request(ctx, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams, &res); err != nil {
+		return nil, err
+	}
+	content, err := mcp.ParseSamplingContent(res.Content)
+	if err != nil {
+		return nil, fmt.Errorf("sampling: the client's answer: %w", err)
+	}
+	res.Content = content
+	return &res, nil
+}
+
+func (c *stdioConn) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	var res mcp.ElicitationResult
+	if err := c.request(ctx, string(mcp.MethodElicitationCreate), req.Params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *stdioConn) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	var res mcp.ListRootsResult
+	if err := c.request(ctx, string(mcp.MethodListRoots), req.Params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionID is "stdio", as mcp-go's: a stdio connection has one session.
+func (c *stdioConn) SessionID() string { return "stdio" }
+
+func (c *stdioConn) NotificationChannel() chan<- mcp.JSONRPCNotification { return c.notes }
+
+func (c *stdioConn) Initialize() {
+	c.level.Store(mcp.LoggingLevelError)
+	c.initialized.Store(true)
+}
+
+func (c *stdioConn) Initialized() bool { return c.initialized.Load() }
+
+func (c *stdioConn) SetLogLevel(level mcp.LoggingLevel) { c.level.Store(level) }
+
+func (c *stdioConn) GetLogLevel() mcp.LoggingLevel {
+	level, _ := c.level.Load().(mcp.LoggingLevel)
+	return cmp.Or(level, mcp.LoggingLevelError)
+}
+
+func (c *stdioConn) GetClientInfo() mcp.Implementation {
+	info, _ := c.info.Load().(mcp.Implementation)
+	return info
+}
+
+func (c *stdioConn) SetClientInfo(info mcp.Implementation) { c.info.Store(info) }
+
+func (c *stdioConn) GetClientCapabilities() mcp.ClientCapabilities {
+	caps, _ := c.caps.Load().(mcp.ClientCapabilities)
+	return caps
+}
+
+func (c *stdioConn) SetClientCapabilities(caps mcp.ClientCapabilities) { c.caps.Store(caps) }
+
+func (c *stdioConn) ProtocolVersion() string {
+	v, _ := c.version.Load().(string)
+	return v
+}
+
+func (c *stdioConn) SetProtocolVersion(v string) { c.version.Store(v) }
