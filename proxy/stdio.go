@@ -75,40 +75,65 @@ type drainReader struct {
 	maxLine int
 	refuse  func(id []byte)
 
-	// Only Read uses these.
+	// Only next uses these.
 	buf      [32 << 10]byte
-	partial  []byte // the start of a line whose end has not been read
-	skipping bool   // the rest of a line over maxLine is being read and dropped
-	head     []byte // while skipping: the line's start, and
-	tail     []byte // its last bytes, where the id may be
-	out      []byte // checked lines, to hand out
-	err      error  // the reader's error, once out is spent
+	partial  []byte    // the start of a line whose end has not been read
+	skipping bool      // the rest of a line over maxLine is being read and dropped
+	head     []byte    // while skipping: the line's start, and
+	tail     []byte    // its last bytes, where the id may be
+	out      []message // checked lines, to hand out
+	err      error     // the reader's error, once out is spent
 }
 
-func (d *drainReader) Read(p []byte) (int, error) {
+// message is a line the client wrote, and what toolsift reads of it (once: the line is
+// decoded here, then by mcp-go's server).
+type message struct {
+	line           []byte
+	id             json.RawMessage
+	method         string
+	result, errObj json.RawMessage
+	err            error // the line is not JSON, or not JSON-RPC as toolsift reads it
+}
+
+func parseMessage(line []byte) message {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	err := json.Unmarshal(line, &m)
+	return message{line: line, id: m.ID, method: m.Method, result: m.Result, errObj: m.Error, err: err}
+}
+
+// isRequest reports a request of the client's: one owed an answer.
+func (m message) isRequest() bool { return m.err == nil && len(m.id) > 0 && m.method != "" }
+
+// next returns the next message, or io.EOF once stopped and released, or the reader's error.
+func (d *drainReader) next() (message, error) {
 	for len(d.out) == 0 {
 		if d.isStopped() {
 			<-d.released
-			return 0, io.EOF
+			return message{}, io.EOF
 		}
 		if d.err != nil {
-			return 0, d.err
+			return message{}, d.err
 		}
 		n, err := d.r.Read(d.buf[:])
 		if d.isStopped() {
 			<-d.released
-			return 0, io.EOF
+			return message{}, io.EOF
 		}
 		d.err = err
 		d.take(d.buf[:n])
 		if err != nil && len(d.partial) > 0 { // a last line without its newline
-			d.out = append(d.out, d.line(d.partial)...)
+			d.line(d.partial)
 			d.partial = nil
 		}
 	}
-	n := copy(p, d.out)
-	d.out = d.out[n:]
-	return n, nil
+	m := d.out[0]
+	d.out = d.out[1:]
+	return m, nil
 }
 
 func (d *drainReader) isStopped() bool {
@@ -149,21 +174,24 @@ func (d *drainReader) take(b []byte) {
 			d.refuse(jsonrpc.IDOfEnds(d.head, d.tail))
 			d.skipping, d.head, d.tail = false, nil, nil
 		} else {
-			line := append(d.partial, '\n')
+			d.line(append(d.partial, '\n'))
 			d.partial = nil
-			d.out = append(d.out, d.line(line)...)
 		}
 		b = b[i+1:]
 	}
 }
 
-// line notes a request as owed an answer and wraps a big id.
-func (d *drainReader) line(line []byte) []byte {
-	line = wrapBigID(line) // first: the answer carries the id as mcp-go saw it
-	if id, _, ok := request(line); ok {
-		d.owed.add(string(id))
+// line adds a line to out, with a big id wrapped, and notes a request as owed an answer.
+// A blank line is no message.
+func (d *drainReader) line(line []byte) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
 	}
-	return line
+	m := parseMessage(wrapBigID(line)) // wrapped first: the answer carries the id as mcp-go saw it
+	if m.isRequest() {
+		d.owed.add(string(m.id))
+	}
+	d.out = append(d.out, m)
 }
 
 // owedSet holds the ids of the requests read and not yet answered. The reader adds, the
@@ -198,14 +226,10 @@ func (o *owedSet) len() int {
 // request returns a client's request's id and method, if the message is a request (a
 // notification or an answer to toolsift is not).
 func request(msg []byte) (id []byte, method string, ok bool) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
+	if m := parseMessage(msg); m.isRequest() {
+		return m.id, m.method, true
 	}
-	if json.Unmarshal(msg, &m) != nil || len(m.ID) == 0 || m.Method == "" {
-		return nil, "", false
-	}
-	return m.ID, m.Method, true
+	return nil, "", false
 }
 
 // responseID returns the id of an answer toolsift writes, as mcp-go writes it: jsonrpc, id,

@@ -77,7 +77,7 @@ func TestStdioConnRequests(t *testing.T) {
 	outR, outW := io.Pipe()
 	conn := newStdioConn(newGoldenProxy(t), &responseWatcher{w: outW, lists: &pendingSplices{relist: true}})
 	served := make(chan error, 1)
-	go func() { served <- conn.serve(context.Background(), inR) }()
+	go func() { served <- conn.serve(context.Background(), &drainReader{r: inR, maxLine: 1 << 20}) }()
 	out := bufio.NewReader(outR)
 	// next reads the next request toolsift wrote and returns its id and method.
 	next := func() (string, string) {
@@ -176,7 +176,7 @@ func TestListChangedBeforeSearchResult(t *testing.T) {
 	outR, outW := io.Pipe()
 	conn := newStdioConn(newGoldenProxy(t), &responseWatcher{w: outW, lists: &pendingSplices{}})
 	served := make(chan error, 1)
-	go func() { served <- conn.serve(context.Background(), inR) }()
+	go func() { served <- conn.serve(context.Background(), &drainReader{r: inR, maxLine: 1 << 20}) }()
 	defer func() {
 		inW.Close()
 		go io.Copy(io.Discard, outR)

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -84,7 +82,7 @@ var (
 
 // serve serves the connection until input ends or listen is done: then it cancels the
 // requests still being served and waits for them.
-func (c *stdioConn) serve(listen context.Context, input io.Reader) error {
+func (c *stdioConn) serve(listen context.Context, input *drainReader) error {
 	mcpServer := c.s.mcp
 	if err := mcpServer.RegisterSession(listen, c); err != nil {
 		return fmt.Errorf("registering the stdio session: %w", err)
@@ -142,34 +140,26 @@ func (c *stdioConn) serve(listen context.Context, input io.Reader) error {
 }
 
 // read reads and dispatches messages until input ends.
-func (c *stdioConn) read(ctx context.Context, input io.Reader) error {
-	r := bufio.NewReaderSize(input, 64<<10)
+func (c *stdioConn) read(ctx context.Context, input *drainReader) error {
 	for {
-		line, err := r.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			c.dispatch(ctx, line)
-		}
+		m, err := input.next()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("reading stdin: %w", err)
 		}
+		c.dispatch(ctx, m)
 	}
 }
 
 // dispatch hands a request to a worker (see work), and serves a notification, or an answer to
 // toolsift, at once, in the order read.
-func (c *stdioConn) dispatch(ctx context.Context, line []byte) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	if err := json.Unmarshal(line, &m); err != nil {
+func (c *stdioConn) dispatch(ctx context.Context, m message) {
+	line := m.line
+	if m.err != nil {
 		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
+		if errors.As(m.err, &typeErr) {
 			// JSON, but not JSON-RPC as toolsift reads it (a method that is no string):
 			// mcp-go's server answers it as it sees fit, with its id if it has one.
 			c.handle(ctx, line, nil)
@@ -179,14 +169,14 @@ func (c *stdioConn) dispatch(ctx context.Context, line []byte) {
 		return
 	}
 	switch {
-	case m.Method == "" && len(m.ID) > 0 && (m.Result != nil || m.Error != nil):
-		a := stdioAnswer{result: m.Result}
-		if m.Error != nil {
-			a.err = &jsonrpcError{Code: mcp.INTERNAL_ERROR, Message: string(m.Error)}
-			_ = json.Unmarshal(m.Error, a.err) // a malformed error is still an error
+	case m.method == "" && len(m.id) > 0 && (m.result != nil || m.errObj != nil):
+		a := stdioAnswer{result: m.result}
+		if m.errObj != nil {
+			a.err = &jsonrpcError{Code: mcp.INTERNAL_ERROR, Message: string(m.errObj)}
+			_ = json.Unmarshal(m.errObj, a.err) // a malformed error is still an error
 		}
-		c.answer(m.ID, a)
-	case m.Method != "" && len(m.ID) > 0: // a request (see drainReader.line)
+		c.answer(m.id, a)
+	case m.isRequest(): // owed an answer since drainReader read it
 		c.mu.Lock()
 		if c.stopping {
 			c.mu.Unlock()
@@ -196,7 +186,7 @@ func (c *stdioConn) dispatch(ctx context.Context, line []byte) {
 		c.mu.Unlock()
 		job := func() {
 			defer c.served.Done()
-			c.handle(ctx, line, m.ID)
+			c.handle(ctx, line, m.id)
 		}
 		select {
 		case c.jobs <- job: // an idle worker takes it
