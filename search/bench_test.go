@@ -27,6 +27,32 @@ func scaled(b testing.TB, n int) []Doc {
 	return docs
 }
 
+// pooled is the public catalogs repeated to n docs as the end-to-end benchmarks serve them:
+// each tool's name starts with its catalog's, copies after the first end in _r and their
+// round, and servers s00, s01… hold 2,000 tools each, so that a server has many blocks.
+func pooled(b testing.TB, n int) []Doc {
+	base := catalogDocs(b)
+	docs := make([]Doc, 0, n)
+	for i := range n {
+		d := base[i%len(base)]
+		d.Tool = d.Server + "_" + d.Tool
+		if round := i / len(base); round > 0 {
+			d.Tool += fmt.Sprintf("_r%d", round)
+		}
+		d.Server = fmt.Sprintf("s%02d", i/2000)
+		d.Name = d.Server + "__" + d.Tool
+		docs = append(docs, d)
+	}
+	return docs
+}
+
+// shapes are the ways the benchmarks repeat the catalogs: as servers of their own size, and
+// pooled into servers of 2,000.
+var shapes = []struct {
+	name string
+	docs func(testing.TB, int) []Doc
+}{{"", scaled}, {"-pooled", pooled}}
+
 // benchSizes are the catalog sizes the benchmarks measure: about the public catalogs' 1,142
 // tools, and ten and fifty thousand, as a gateway in front of a company's servers may hold.
 var benchSizes = []int{1000, 10000, 50000}
@@ -91,31 +117,33 @@ func BenchmarkSearchLatency(b *testing.B) {
 	loadCJK(b)
 	queries := evalQueries(b)
 	for _, n := range benchSizes {
-		ix := NewIndex(scaled(b, n))
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			var wall, cpu []time.Duration
-			i := 0
-			for b.Loop() {
-				start, startCPU := time.Now(), threadCPU()
-				ix.Search(queries[i%len(queries)], 5)
-				cpu = append(cpu, threadCPU()-startCPU)
-				wall = append(wall, time.Since(start))
-				i++
-			}
-			report := func(lat []time.Duration, unit string) {
-				slices.Sort(lat)
-				pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Nanoseconds()) / 1e3 }
-				b.ReportMetric(pct(0.50), "p50-"+unit)
-				b.ReportMetric(pct(0.99), "p99-"+unit)
-			}
-			report(wall, "µs")
-			b.ReportMetric(float64(slices.Max(wall).Nanoseconds())/1e3, "max-µs")
-			if cpu[0] > 0 || cpu[len(cpu)-1] > 0 {
-				report(cpu, "cpu-µs")
-			}
-		})
+		for _, shape := range shapes {
+			ix := NewIndex(shape.docs(b, n))
+			b.Run(fmt.Sprint(n)+shape.name, func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				var wall, cpu []time.Duration
+				i := 0
+				for b.Loop() {
+					start, startCPU := time.Now(), threadCPU()
+					ix.Search(queries[i%len(queries)], 5)
+					cpu = append(cpu, threadCPU()-startCPU)
+					wall = append(wall, time.Since(start))
+					i++
+				}
+				report := func(lat []time.Duration, unit string) {
+					slices.Sort(lat)
+					pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Nanoseconds()) / 1e3 }
+					b.ReportMetric(pct(0.50), "p50-"+unit)
+					b.ReportMetric(pct(0.99), "p99-"+unit)
+				}
+				report(wall, "µs")
+				b.ReportMetric(float64(slices.Max(wall).Nanoseconds())/1e3, "max-µs")
+				if cpu[0] > 0 || cpu[len(cpu)-1] > 0 {
+					report(cpu, "cpu-µs")
+				}
+			})
+		}
 	}
 }
 

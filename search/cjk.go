@@ -116,9 +116,9 @@ func (ix *Index) glossBound(g gloss) (float64, []part) {
 	for i, t := range g.terms {
 		exps := ix.termExpansions(t, "")
 		switch td, ok := ix.terms[t]; {
-		case ok && td.maxShare > 0: // the same expansions, and weights, as boundShares'
+		case ok && td.merged != nil: // the same expansions, and weights, as mergeShares'
 			b += g.weight * td.maxShare
-			parts = append(parts, part{g.weight, td.shares})
+			parts = append(parts, part{g.weight, td.merged.runs})
 		case ok && len(exps) == 1: // the term itself
 			b += g.weight * exps[0].w * td.maxBase
 			parts = append(parts, part{g.weight * exps[0].w, td.runs})

@@ -96,22 +96,27 @@ type termData struct {
 	idf      float64
 	// maxBase is the largest base in postings: no doc gains more from the term (see prune.go).
 	maxBase float64
-	// maxShare, if not 0, is the largest share of the term as a query term, with its
-	// expansions, that any doc has (see boundShares).
+	// merged, for a term with several expansions as a query term, is each doc's share of
+	// it, and maxShare the largest (see mergeShares).
+	merged   *merged
 	maxShare float64
 	// runs splits postings by server, in order.
 	runs []run
-	// shares, beside maxShare, holds the largest share in each server (max) and the sum of
-	// the three largest (top3), by server.
-	shares []run
+}
+
+// merged is a term's share in each doc it matches, with its expansions (see mergeShares).
+type merged struct {
+	docs   []int32   // in order
+	shares []float64 // by place in docs
+	runs   []run
 }
 
 // run is the postings of one term in the docs of one server.
 type run struct {
 	server int32
 	start  int32   // the offset of its first posting in the term's postings
-	max    float32 // its largest base
-	top3   float32 // the sum of its three largest bases, or more
+	max    float32 // its largest base (or merged share), or more
+	top3   float32 // the sum of its three largest, or more
 }
 
 // roundUp returns the float32 nearest v that is not below it.
@@ -334,23 +339,10 @@ func NewIndex(docs []Doc) *Index {
 		df := float64(len(ps))
 		td := termData{postings: ps, idf: math.Log(1 + (n-df+0.5)/(df+0.5))}
 		first := len(runs)
-		var top [3]float64 // of the run's bases
-		for i, p := range ps {
+		for _, p := range ps {
 			td.maxBase = max(td.maxBase, float64(p.base))
-			if s := ix.serverOf[p.doc]; i == 0 || s != runs[len(runs)-1].server {
-				if i > 0 {
-					runs[len(runs)-1].top3 = roundUp(top[0] + top[1] + top[2])
-				}
-				runs = append(runs, run{server: s, start: int32(i)})
-				top = [3]float64{}
-			}
-			r := &runs[len(runs)-1]
-			r.max = max(r.max, p.base)
-			top3(&top, float64(p.base))
 		}
-		if len(ps) > 0 {
-			runs[len(runs)-1].top3 = roundUp(top[0] + top[1] + top[2])
-		}
+		runs = ix.appendRuns(runs, len(ps), func(i int) (int32, float64) { return ps[i].doc, float64(ps[i].base) })
 		td.runs = runs[first:len(runs):len(runs)]
 		ix.terms[term] = td
 		if inVocab[t] {
@@ -362,24 +354,48 @@ func NewIndex(docs []Doc) *Index {
 		ix.nameWords = append(ix.nameWords, w)
 	}
 	sort.Strings(ix.nameWords)
-	ix.boundShares()
+	ix.mergeShares()
 	return ix
 }
 
-// boundShares finds, for each term that as a query term matches other terms too (synonyms,
-// longer names it begins), the largest share of it any doc has, overall and in each server,
-// and the sum of the three largest in each server: qterm's bound from the expansions alone
-// supposes a doc that has them all.
-func (ix *Index) boundShares() {
+// appendRuns appends to runs those of a posting list of n docs, at(i) giving the i-th's id
+// and value.
+func (ix *Index) appendRuns(runs []run, n int, at func(int) (int32, float64)) []run {
+	var top [3]float64 // of the run's values
+	for i := range n {
+		d, v := at(i)
+		if s := ix.serverOf[d]; i == 0 || s != runs[len(runs)-1].server {
+			if i > 0 {
+				runs[len(runs)-1].top3 = roundUp(top[0] + top[1] + top[2])
+			}
+			runs = append(runs, run{server: s, start: int32(i)})
+			top = [3]float64{}
+		}
+		r := &runs[len(runs)-1]
+		r.max = max(r.max, roundUp(v))
+		top3(&top, v)
+	}
+	if n > 0 {
+		runs[len(runs)-1].top3 = roundUp(top[0] + top[1] + top[2])
+	}
+	return runs
+}
+
+// mergeShares computes, for each term that as a query term matches other terms too
+// (synonyms, longer names it begins), each doc's share of it (see scratch.add) once, so that
+// a search scores one list for such a term, not each of its expansions: the docs in order,
+// their shares, and runs over them, whose maxima bound a doc's share in each
+// server (qterm's bound from the expansions alone supposes a doc that has them all).
+func (ix *Index) mergeShares() {
 	best, total := make([]float64, len(ix.docs)), make([]float64, len(ix.docs))
 	seen := make([]bool, len(ix.docs))
-	tops := make([][3]float64, len(ix.servers))
-	var docs, servers []int32
+	var docs []int32
 	for term, td := range ix.terms {
 		exps := ix.termExpansions(term, term)
 		if len(exps) < 2 {
 			continue
 		}
+		// In the order add adds them, so that each share is the same to the bit.
 		for _, e := range exps {
 			for _, p := range ix.terms[e.term].postings {
 				d := p.doc
@@ -389,28 +405,21 @@ func (ix *Index) boundShares() {
 				}
 				v := float64(float64(p.base) * e.w)
 				total[d] += v
-				best[d] = max(best[d], v)
+				if v > best[d] {
+					best[d] = v
+				}
 			}
 		}
-		td.maxShare = 0
-		for _, d := range docs {
-			c := share(best[d], total[d])
-			td.maxShare = max(td.maxShare, c)
-			s := ix.serverOf[d]
-			if tops[s] == [3]float64{} {
-				servers = append(servers, s)
-			}
-			top3(&tops[s], c)
+		slices.Sort(docs)
+		m := &merged{docs: slices.Clone(docs), shares: make([]float64, len(docs))}
+		for i, d := range docs {
+			m.shares[i] = share(best[d], total[d])
+			td.maxShare = max(td.maxShare, m.shares[i])
 			best[d], total[d], seen[d] = 0, 0, false
 		}
-		slices.Sort(servers)
-		td.shares = make([]run, len(servers))
-		for i, s := range servers {
-			t := tops[s]
-			td.shares[i] = run{server: s, max: roundUp(t[0]), top3: roundUp(t[0] + t[1] + t[2])}
-			tops[s] = [3]float64{}
-		}
-		docs, servers = docs[:0], servers[:0]
+		m.runs = ix.appendRuns(nil, len(docs), func(i int) (int32, float64) { return m.docs[i], m.shares[i] })
+		td.merged = m
+		docs = docs[:0]
 		ix.terms[term] = td
 	}
 }

@@ -15,7 +15,7 @@ type qterm struct {
 	skip       []bool // if not nil, the ids left out
 	// bound is the most the term adds to any doc's score (before coordination).
 	bound float64
-	// parts, if not nil, bound the term's share in each server more closely than its
+	// parts, if not nil, bound a Chinese word's share in each server more closely than its
 	// expansions do: a doc's share is at most the sum over the parts of w times its run's
 	// max in the doc's server (see prune.go).
 	parts []part
@@ -32,7 +32,18 @@ type weighted struct {
 	term     string
 	w        float64
 	postings []posting
-	runs     []run
+	// Or, for a term's merged shares (see mergeShares), its docs and their shares, with w 1.
+	docs   []int32
+	shares []float64
+	runs   []run
+}
+
+// len returns how many docs e has.
+func (e *weighted) len() int32 {
+	if e.shares != nil {
+		return int32(len(e.shares))
+	}
+	return int32(len(e.postings))
 }
 
 // plan returns the terms of q that match some doc, in the order they are scored: each query
@@ -56,11 +67,15 @@ func (ix *Index) plan(q Query) []qterm {
 		if slices.Contains(terms[:i], term) {
 			continue
 		}
+		if td := ix.terms[term]; td.merged != nil {
+			// Its expansions are those mergeShares merged: an index term's do not depend on
+			// the word as written, which only finds typos of a term the index lacks.
+			m := td.merged
+			e := weighted{term: term, w: 1, docs: m.docs, shares: m.shares, runs: m.runs}
+			plan = append(plan, qterm{expansions: []weighted{e}, bound: td.maxShare})
+			continue
+		}
 		if t, ok := ix.qterm(ix.termExpansions(term, raws[i]), nil); ok {
-			if td := ix.terms[term]; td.maxShare > 0 {
-				t.bound = min(t.bound, td.maxShare)
-				t.parts = []part{{1, td.shares}}
-			}
 			plan = append(plan, t)
 		}
 	}

@@ -19,8 +19,9 @@ import (
 // its strength, the sum of its three best scores (the same with each term's three largest
 // adds). A term that matches several index terms (synonyms, prefixes, the English of a
 // Chinese word) adds at most its best expansion's value plus expansionTail of the others';
-// for a term of the index the largest share in each server is kept at build time
-// (boundShares), and a Chinese word's is at most the sum of its English words'.
+// a term of the index with several expansions has each doc's share merged at build time
+// (mergeShares), so its runs bound it exactly, and a Chinese word's is at most the sum of
+// its English words'.
 //
 // Servers are scored in falling order of bound, each wholly: every term into each of its
 // docs, in the query's order and with the same float operations as add and rank, so its
@@ -214,7 +215,7 @@ func (sc *scratch) bound(plan []qterm, coord []float64) {
 				sc.srvBest[s] = max(sc.srvBest[s], v)
 				sc.srvSum[s] += v
 				sc.srv3[s] += e.w * float64(r.top3)
-				to := int32(len(e.postings))
+				to := e.len()
 				if ri+1 < len(e.runs) {
 					to = e.runs[ri+1].start
 				}
@@ -333,12 +334,16 @@ func (sc *scratch) scoreServer(plan []qterm, coord []float64, s int32) float64 {
 		rt := sc.expTerm[r.x]
 		t := &plan[rt]
 		e := &t.expansions[sc.expIndex[r.x]]
-		ps, w := e.postings[r.from:r.to], e.w
 		if rt != term {
 			sc.addShares() // the previous term's, before this one's: rank adds them in order
 			term = rt
 			sc.gen++
 		}
+		if e.shares != nil {
+			sc.addMerged(e.docs[r.from:r.to], e.shares[r.from:r.to])
+			continue
+		}
+		ps, w := e.postings[r.from:r.to], e.w
 		if len(t.expansions) == 1 && t.skip == nil {
 			// A doc's share of a term with one expansion is its value: add it at once.
 			for _, p := range ps {

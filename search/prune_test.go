@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -38,12 +39,16 @@ func TestPruneSameHits(t *testing.T) {
 		{"cloudledger", cloud},
 		{"both", append(append([]Doc(nil), cloud...), all...)},
 		{"10000", scaled(t, 10000)},
+		{"10000-pooled", pooled(t, 10000)},
 	}
 	if !testing.Short() {
 		indexes = append(indexes, struct {
 			name string
 			docs []Doc
-		}{"50000", scaled(t, 50000)})
+		}{"50000", scaled(t, 50000)}, struct {
+			name string
+			docs []Doc
+		}{"50000-pooled", pooled(t, 50000)})
 	}
 	var texts []string
 	for _, f := range evalCaseFiles {
@@ -89,7 +94,9 @@ func TestPruneSameHits(t *testing.T) {
 			// Guard the pruning itself, which no ranking shows: most searches for five
 			// over thousands of tools must score fewer docs than every match.
 			t.Logf("%d of %d searches for five scored fewer docs pruned", pruned, searches)
-			if ix.Len() >= 10000 && pruned < searches*3/4 {
+			// The pooled catalogs' servers of 2,000 tools are here for their hits: pruning
+			// by server skips nothing there.
+			if ix.Len() >= 10000 && !strings.HasSuffix(in.name, "-pooled") && pruned < searches*3/4 {
 				t.Errorf("only %d of %d searches for five pruned", pruned, searches)
 			}
 		})
@@ -99,7 +106,7 @@ func TestPruneSameHits(t *testing.T) {
 // TestPruneRandom ranks random queries over random catalogs, pruned and not: synonyms,
 // prefixes, typos, CJK words and their English, +required, server: in any case, the same
 // tool on several servers (ties broken by name), docs given out of server order, and limits
-// from 1 to 30. The hits must be identical.
+// from 1 to 30, small servers and large. The hits must be identical.
 func TestPruneRandom(t *testing.T) {
 	loadCJK(t)
 	words := strings.Fields(`create add new make insert get fetch read show list search find query
@@ -127,7 +134,11 @@ func TestPruneRandom(t *testing.T) {
 		servers := 1 + r.IntN(12)
 		for s := range servers {
 			name := fmt.Sprintf("srv%c%d", 'a'+rune(r.IntN(3)), s)
-			for range 1 + r.IntN(15) {
+			size := 1 + r.IntN(15)
+			if r.IntN(8) == 0 { // a large server
+				size = 1 + r.IntN(500)
+			}
+			for range size {
 				tool := strings.ReplaceAll(pick(1+r.IntN(3)), " ", "_")
 				d := Doc{Name: name + "__" + tool, Tool: tool, Server: name, Description: pick(r.IntN(12))}
 				for range r.IntN(3) {
@@ -211,29 +222,31 @@ func BenchmarkSearchTouched(b *testing.B) {
 	loadCJK(b)
 	queries := evalQueries(b)
 	for _, n := range benchSizes {
-		ix := NewIndex(scaled(b, n))
-		for _, prune := range []bool{true, false} {
-			b.Run(fmt.Sprintf("%d/prune=%v", n, prune), func(b *testing.B) {
-				var touched []int
-				for b.Loop() {
-					touched = touched[:0]
-					for _, q := range queries {
-						var st searchStats
-						ix.search(q, 5, prune, &st)
-						touched = append(touched, st.touched)
+		for _, shape := range shapes {
+			ix := NewIndex(shape.docs(b, n))
+			for _, prune := range []bool{true, false} {
+				b.Run(fmt.Sprintf("%d%s/prune=%v", n, shape.name, prune), func(b *testing.B) {
+					var touched []int
+					for b.Loop() {
+						touched = touched[:0]
+						for _, q := range queries {
+							var st searchStats
+							ix.search(q, 5, prune, &st)
+							touched = append(touched, st.touched)
+						}
 					}
-				}
-				slices.Sort(touched)
-				var sum int
-				for _, t := range touched {
-					sum += t
-				}
-				mean := float64(sum) / float64(len(touched))
-				b.ReportMetric(mean, "docs/query")
-				b.ReportMetric(float64(touched[len(touched)/2]), "p50-docs")
-				b.ReportMetric(float64(touched[len(touched)*99/100]), "p99-docs")
-				b.ReportMetric(100*mean/float64(ix.Len()), "%-of-catalog")
-			})
+					slices.Sort(touched)
+					var sum int
+					for _, t := range touched {
+						sum += t
+					}
+					mean := float64(sum) / float64(len(touched))
+					b.ReportMetric(mean, "docs/query")
+					b.ReportMetric(float64(touched[len(touched)/2]), "p50-docs")
+					b.ReportMetric(float64(touched[len(touched)*99/100]), "p99-docs")
+					b.ReportMetric(100*mean/float64(ix.Len()), "%-of-catalog")
+				})
+			}
 		}
 	}
 }
@@ -260,4 +273,50 @@ func TestSearchConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestMergedShares holds each merged term's shares, which searches score in place of its
+// expansions, to what scoring the expansions gives, to the bit, over the public catalogs
+// and random ones.
+func TestMergedShares(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	words := strings.Fields("create creates new add get fetch list lists listing repo repository repositories issue issues search find query message messages send post")
+	catalogs := [][]Doc{catalogDocs(t)}
+	for range 20 {
+		var docs []Doc
+		for i := range 1 + r.IntN(300) {
+			pick := func() string { return words[r.IntN(len(words))] }
+			srv := fmt.Sprintf("s%d", r.IntN(5))
+			tool := pick() + "_" + pick()
+			docs = append(docs, Doc{Name: fmt.Sprintf("%s__%s%d", srv, tool, i), Tool: tool, Server: srv,
+				Description: pick() + " " + pick() + " " + pick()})
+		}
+		catalogs = append(catalogs, docs)
+	}
+	for ci, docs := range catalogs {
+		ix := NewIndex(docs)
+		merged := 0
+		for term, td := range ix.terms {
+			if td.merged == nil {
+				continue
+			}
+			merged++
+			q, _ := ix.qterm(ix.termExpansions(term, term), nil)
+			sc := ix.getScratch()
+			sc.add(q) // scores the expansions: q is not the merged term
+			if len(sc.touched) != len(td.merged.docs) {
+				t.Fatalf("catalog %d, %q: merged %d docs, expansions match %d", ci, term, len(td.merged.docs), len(sc.touched))
+			}
+			for i, d := range td.merged.docs {
+				if got, want := td.merged.shares[i], sc.acc[d].score; math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("catalog %d, %q, doc %d: merged share %v, expansions give %v", ci, term, d, got, want)
+				}
+			}
+			sc.reset(ix)
+			ix.putScratch(sc)
+		}
+		if ci == 0 && merged < 100 {
+			t.Errorf("only %d merged terms over the catalogs", merged)
+		}
+	}
 }

@@ -56,6 +56,10 @@ func (ix *Index) putScratch(sc *scratch) {
 func (sc *scratch) add(t qterm) {
 	sc.gen++
 	sc.termDocs = sc.termDocs[:0]
+	if e := t.expansions[0]; e.shares != nil {
+		sc.addMerged(e.docs, e.shares)
+		return
+	}
 	for _, e := range t.expansions {
 		for _, p := range e.postings {
 			d := p.doc
@@ -83,6 +87,20 @@ func (sc *scratch) add(t qterm) {
 		a.matched++
 		a.score += share(a.best, a.total)
 	}
+}
+
+// addMerged adds to each doc its share of a merged term, as add would from its expansions.
+func (sc *scratch) addMerged(docs []int32, shares []float64) {
+	acc, touched := sc.acc, sc.touched
+	for i, d := range docs {
+		a := &acc[d]
+		if a.matched == 0 {
+			touched = append(touched, d)
+		}
+		a.matched++
+		a.score += shares[i]
+	}
+	sc.touched = touched
 }
 
 // rank applies coordination and the server prior, filters, and returns the best limit
