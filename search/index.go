@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/toolsift/toolsift/internal/pace"
 )
 
 // Doc is one searchable tool.
@@ -162,6 +164,9 @@ type Index struct {
 }
 
 // NewIndex builds an index over docs. Later docs with a Name already seen are ignored.
+//
+// A large index takes a while (half a second at 50,000 tools), and is built beside a server
+// that answers requests meanwhile: the build gives way to them (see package pace).
 func NewIndex(docs []Doc) *Index {
 	ix := &Index{
 		byName:   make(map[string]int, len(docs)),
@@ -197,7 +202,9 @@ func NewIndex(docs []Doc) *Index {
 	}
 	servers := map[string]int32{}
 	var serverOf []int32 // by place in ix.docs
+	var pc pace.Pacer
 	for _, d := range docs {
+		pc.Step()
 		if _, dup := ix.byName[d.Name]; dup {
 			continue
 		}
@@ -233,6 +240,7 @@ func NewIndex(docs []Doc) *Index {
 	var all []fieldTerms // by id
 	var total [numFields]float64
 	for _, i := range ix.order {
+		pc.Step()
 		d := &ix.docs[i]
 		var ft fieldTerms
 		// Name words are also kept unstemmed, for typo tolerance.
@@ -270,6 +278,7 @@ func NewIndex(docs []Doc) *Index {
 	df := make([]int32, len(in.terms))
 	last := make([]int32, len(in.terms))
 	for i, ft := range all {
+		pc.Step()
 		for _, ids := range ft {
 			for _, t := range ids {
 				if last[t] != int32(i)+1 {
@@ -294,6 +303,7 @@ func NewIndex(docs []Doc) *Index {
 	inVocab := make([]bool, len(in.terms))
 	var seen []int32
 	for i, ft := range all {
+		pc.Step()
 		for f, ids := range ft {
 			norm := 1 - fieldB[f] + fieldB[f]*float64(len(ids))/avg[f]
 			for _, t := range ids {
@@ -326,6 +336,7 @@ func NewIndex(docs []Doc) *Index {
 	// Each posting list, grouped by server as the ids are, in runs: one backing array.
 	var nRuns int
 	for _, ps := range postings {
+		pc.Step()
 		for i, p := range ps {
 			if i == 0 || ix.serverOf[p.doc] != ix.serverOf[ps[i-1].doc] {
 				nRuns++
@@ -335,6 +346,7 @@ func NewIndex(docs []Doc) *Index {
 	runs := make([]run, 0, nRuns)
 	ix.terms = make(map[string]termData, len(in.terms))
 	for t, ps := range postings {
+		pc.Step()
 		term := in.terms[t]
 		df := float64(len(ps))
 		td := termData{postings: ps, idf: math.Log(1 + (n-df+0.5)/(df+0.5))}
@@ -354,7 +366,7 @@ func NewIndex(docs []Doc) *Index {
 		ix.nameWords = append(ix.nameWords, w)
 	}
 	sort.Strings(ix.nameWords)
-	ix.mergeShares()
+	ix.mergeShares(&pc)
 	return ix
 }
 
@@ -386,11 +398,12 @@ func (ix *Index) appendRuns(runs []run, n int, at func(int) (int32, float64)) []
 // a search scores one list for such a term, not each of its expansions: the docs in order,
 // their shares, and runs over them, whose maxima bound a doc's share in each
 // server (qterm's bound from the expansions alone supposes a doc that has them all).
-func (ix *Index) mergeShares() {
+func (ix *Index) mergeShares(pc *pace.Pacer) {
 	best, total := make([]float64, len(ix.docs)), make([]float64, len(ix.docs))
 	seen := make([]bool, len(ix.docs))
 	var docs []int32
 	for term, td := range ix.terms {
+		pc.Step()
 		exps := ix.termExpansions(term, term)
 		if len(exps) < 2 {
 			continue
