@@ -71,6 +71,7 @@ type pruneScratch struct {
 	expTerm, expIndex []int32 // of each of the plan's expansions, in order
 	heap              serverHeap
 	cand              []int32 // docs that may be among the best k
+	maybe             []int32 // the docs of the server just scored that may be hits
 	kth               []float64
 }
 
@@ -94,19 +95,26 @@ func (sc *scratch) preparePrune(ix *Index) {
 	}
 }
 
-func (sc *scratch) resetPrune(ix *Index) {
+// resetPrune leaves the scratch clean for the next search, as reset does, but clears each
+// server's three best scores once, not once for each of its docs: only servers with a
+// bound were scored.
+func (sc *scratch) resetPrune() {
 	for _, s := range sc.bounded {
 		sc.srvBound[s], sc.srvStrength[s], sc.srvTerms[s], sc.srvGen[s] = 0, 0, 0, 0
 		sc.srvFirst[s], sc.srvLast[s] = 0, 0
+		sc.top[s] = [3]float64{}
 	}
 	sc.bounded, sc.cand, sc.runs = sc.bounded[:0], sc.cand[:0], sc.runs[:0]
-	sc.reset(ix)
+	for _, d := range sc.touched {
+		sc.acc[d].score, sc.acc[d].matched = 0, 0
+	}
+	sc.touched = sc.touched[:0]
 }
 
 // topK returns the best k hits for q, as rank would (see the top of this file).
 func (sc *scratch) topK(ix *Index, q Query, plan []qterm, k int, st *searchStats) []Hit {
 	sc.preparePrune(ix)
-	defer sc.resetPrune(ix)
+	defer sc.resetPrune()
 	coord := coordTable(len(plan))
 	sc.bound(plan, coord)
 	if q.Server != "" || len(q.Required) > 0 {
@@ -137,8 +145,11 @@ func (sc *scratch) topK(ix *Index, q Query, plan []qterm, k int, st *searchStats
 		if str := sc.srvStrength[s]; str < strongest && (!mayHit || u*(1+serverPrior*min(1, str/strongest)) < theta) {
 			continue
 		}
-		first := len(sc.touched)
-		str := sc.scoreServer(plan, coord, s)
+		floor := theta // docs below it, at the most the prior gives, cannot be among the best
+		if !mayHit {
+			floor = math.Inf(1)
+		}
+		str := sc.scoreServer(plan, coord, s, floor)
 		strongest = max(strongest, str)
 		if !mayHit {
 			continue
@@ -156,7 +167,7 @@ func (sc *scratch) topK(ix *Index, q Query, plan []qterm, k int, st *searchStats
 				sc.kth = pushTop(sc.kth, sc.acc[d].score*(1+serverPrior*(t[0]+t[1]+t[2])/most)*(1-slack), k)
 			}
 		}
-		for _, d := range sc.touched[first:] {
+		for _, d := range sc.maybe {
 			if f := sc.acc[d].score; f*(1+serverPrior*min(1, str/strongest))*(1+slack) >= theta && ix.hasAll(d, q.Required) {
 				sc.cand = append(sc.cand, d)
 				sc.kth = pushTop(sc.kth, f*(1+serverPrior*str/most)*(1-slack), k)
@@ -323,9 +334,11 @@ func (sc *scratch) mayHit(ix *Index, q Query, s int32) bool {
 }
 
 // scoreServer scores every doc of server s exactly as add and rank do, term by term in the
-// query's order, and returns the server's strength.
-func (sc *scratch) scoreServer(plan []qterm, coord []float64, s int32) float64 {
+// query's order, and returns the server's strength. It keeps in maybe the docs that, with
+// the most the server prior can give, reach floor: the others cannot be hits.
+func (sc *scratch) scoreServer(plan []qterm, coord []float64, s int32, floor float64) float64 {
 	first := len(sc.touched)
+	sc.maybe = sc.maybe[:0]
 	term := int32(-1)
 	sc.termDocs = sc.termDocs[:0]
 	for i := sc.srvFirst[s]; i != 0; {
@@ -379,6 +392,10 @@ func (sc *scratch) scoreServer(plan []qterm, coord []float64, s int32) float64 {
 		a := &sc.acc[d]
 		a.score *= coord[min(int(a.matched), len(plan))]
 		top3(&sc.top[s], a.score)
+		// As topK admits them: a gain of 1+serverPrior at most, and rounding is monotonic.
+		if a.score*(1+serverPrior)*(1+slack) >= floor {
+			sc.maybe = append(sc.maybe, d)
+		}
 	}
 	return sc.strength(s)
 }
