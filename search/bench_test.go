@@ -29,7 +29,7 @@ func scaled(b testing.TB, n int) []Doc {
 
 // pooled is the public catalogs repeated to n docs as the end-to-end benchmarks serve them:
 // each tool's name starts with its catalog's, copies after the first end in _r and their
-// round, and servers s00, s01… hold 2,000 tools each, so that a server has many blocks.
+// round, and servers s00, s01… hold 2,000 tools each.
 func pooled(b testing.TB, n int) []Doc {
 	base := catalogDocs(b)
 	docs := make([]Doc, 0, n)

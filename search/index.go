@@ -165,7 +165,7 @@ type Index struct {
 
 // NewIndex builds an index over docs. Later docs with a Name already seen are ignored.
 //
-// A large index takes a while (half a second at 50,000 tools), and is built beside a server
+// A large index takes a while (over half a second at 50,000 tools), and is built beside a server
 // that answers requests meanwhile: the build gives way to them (see package pace).
 func NewIndex(docs []Doc) *Index {
 	ix := &Index{

@@ -35,7 +35,8 @@ type weighted struct {
 	// Or, for a term's merged shares (see mergeShares), its docs and their shares, with w 1.
 	docs   []int32
 	shares []float64
-	runs   []run
+	// runs splits postings, or docs, by server.
+	runs []run
 }
 
 // len returns how many docs e has.
