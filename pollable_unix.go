@@ -13,8 +13,8 @@ import (
 //
 // A process's stdin and stdout come blocking, and Go reads and writes such a file by
 // blocking a thread in the system call: every request over stdio then hands the reading
-// goroutine's processor to another thread, and back, which costs more CPU than mcp-go's
-// decoding of the request. A pollable file parks the goroutine instead.
+// goroutine's processor to another thread, and back, which costs more CPU than decoding
+// the request. A pollable file parks the goroutine instead.
 //
 // Non-blocking mode belongs to the open file, which f shares with whatever else holds it,
 // so it is set only for pipes and sockets (never a terminal, which a shell shares) and put

@@ -246,8 +246,13 @@ func (c *stdioConn) write(msg any) {
 		c.s.log.Error("encoding a message to the client", "err", err)
 		return
 	}
-	// Taking what is held and writing it are one step, under heldMu: a message written
-	// meanwhile would overtake the notifications held.
+	c.writeLine(append(b, '\n'))
+}
+
+// writeLine writes line, one JSON-RPC message and its newline (nil for none), after any
+// notification held back. Taking what is held and writing it are one step, under heldMu: a
+// message written meanwhile would overtake the notifications held.
+func (c *stdioConn) writeLine(line []byte) {
 	c.heldMu.Lock()
 	defer c.heldMu.Unlock()
 	held := c.held
@@ -255,7 +260,7 @@ func (c *stdioConn) write(msg any) {
 		c.held = nil
 		c.heldTimer.Stop() // no wake-up for nothing
 	}
-	if _, err := c.out.writeAfter(held, append(b, '\n')); err != nil {
+	if _, err := c.out.writeAfter(held, line); err != nil {
 		c.writeFailed(err)
 	}
 }

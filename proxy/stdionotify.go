@@ -14,7 +14,7 @@ import (
 func (c *stdioConn) notify(ctx context.Context, method string) {
 	line := []byte(`{"jsonrpc":"2.0","method":"` + method + `"}` + "\n")
 	if soon, _ := ctx.Value(resultSoonKey{}).(bool); !soon {
-		c.out.Write(line)
+		c.writeLine(line)
 		return
 	}
 	c.heldMu.Lock()
@@ -34,17 +34,7 @@ func (c *stdioConn) notify(ctx context.Context, method string) {
 const heldFor = 2 * time.Millisecond
 
 // flushHeld writes the notifications held back, if any are still.
-func (c *stdioConn) flushHeld() {
-	c.heldMu.Lock()
-	defer c.heldMu.Unlock()
-	held := c.held
-	c.held = nil
-	if held != nil {
-		if _, err := c.out.writeAfter(held, nil); err != nil {
-			c.writeFailed(err)
-		}
-	}
-}
+func (c *stdioConn) flushHeld() { c.writeLine(nil) }
 
 type resultSoonKey struct{}
 

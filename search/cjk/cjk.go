@@ -56,11 +56,11 @@ type Dict struct {
 	err  error
 
 	// Fixed once loaded.
-	text  string   // the table's headword lines
-	lines []uint32 // the offset of each line in text, in headword order
-	// heads finds a headword's line: an open-addressed hash table of 1 + line numbers,
-	// each at the slot its headword's hash picks or the next free one (0 is free). A
-	// binary search of the lines would take 17 probes, each a cache miss in a busy process.
+	text string // the table's headword lines
+	// heads finds a headword's line: an open-addressed hash table of 1 + the offsets of the
+	// lines in text, each at the slot its headword's hash picks or the next free one (0 is
+	// free). A binary search of the lines would take 17 probes, each a cache miss in a busy
+	// process.
 	heads  []uint32
 	seed   maphash.Seed
 	toSimp map[rune]rune
@@ -267,7 +267,7 @@ func (d *Dict) table(w string) (string, bool) {
 	}
 	mask := uint64(len(d.heads) - 1)
 	for slot := maphash.String(d.seed, w) & mask; d.heads[slot] != 0; slot = (slot + 1) & mask {
-		line := d.text[d.lines[d.heads[slot]-1]:]
+		line := d.text[d.heads[slot]-1:]
 		if strings.HasPrefix(line, w) && len(line) > len(w) && line[len(w)] == '\t' {
 			line = line[len(w)+1:]
 			if j := strings.IndexByte(line, '\n'); j >= 0 {
@@ -347,9 +347,13 @@ func (d *Dict) loadTable() error {
 		return fmt.Errorf("cedict.txt.gz: no #trad line")
 	}
 	d.text = heads
-	d.lines = make([]uint32, 0, strings.Count(heads, "\n"))
+	size := 1
+	for size < 2*strings.Count(heads, "\n") { // at most half full: probes stay short
+		size <<= 1
+	}
+	d.heads, d.seed = make([]uint32, size), maphash.MakeSeed()
 	prev := ""
-	for off := 0; off < len(heads); {
+	for n, off := 1, 0; off < len(heads); n++ {
 		end := strings.IndexByte(heads[off:], '\n')
 		if end < 0 {
 			end = len(heads) - off
@@ -357,25 +361,16 @@ func (d *Dict) loadTable() error {
 		line := heads[off : off+end]
 		head, _, ok := strings.Cut(line, "\t")
 		if !ok || head <= prev {
-			return fmt.Errorf("cedict.txt.gz: line %d (%q) is not a headword after %q", len(d.lines)+1, line, prev)
+			return fmt.Errorf("cedict.txt.gz: line %d (%q) is not a headword after %q", n, line, prev)
 		}
 		prev = head
-		d.lines = append(d.lines, uint32(off))
-		d.maxLen = max(d.maxLen, utf8.RuneCountInString(head))
-		off += end + 1
-	}
-	size := 1
-	for size < 2*len(d.lines) { // at most half full: probes stay short
-		size <<= 1
-	}
-	d.heads, d.seed = make([]uint32, size), maphash.MakeSeed()
-	for i, off := range d.lines {
-		head, _, _ := strings.Cut(heads[off:], "\t")
 		slot := maphash.String(d.seed, head) & uint64(size-1)
 		for d.heads[slot] != 0 {
 			slot = (slot + 1) & uint64(size-1)
 		}
-		d.heads[slot] = uint32(i + 1)
+		d.heads[slot] = uint32(off + 1)
+		d.maxLen = max(d.maxLen, utf8.RuneCountInString(head))
+		off += end + 1
 	}
 	simps := map[rune][]rune{}
 	for _, line := range strings.Split(pairs, "\n") {
