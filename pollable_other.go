@@ -2,7 +2,10 @@
 
 package main
 
-import "os"
+import (
+	"io"
+	"os"
+)
 
 // pollable returns f: elsewhere than Unix, stdin and stdout are read and written as they come.
-func pollable(f *os.File) (*os.File, func()) { return f, func() {} }
+func pollable(f *os.File) (io.ReadWriter, func()) { return f, func() {} }

@@ -3,9 +3,13 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,9 +49,10 @@ func TestPollablePipe(t *testing.T) {
 	if err := r.SetReadDeadline(time.Now()); !errors.Is(err, os.ErrNoDeadline) {
 		t.Fatalf("the blocking pipe takes a deadline (%v): the test proves nothing", err)
 	}
-	pr, undo := pollable(r)
-	if pr == r {
-		t.Fatal("pollable returned the pipe itself")
+	prw, undo := pollable(r)
+	pr, ok := prw.(*polled)
+	if !ok {
+		t.Fatalf("pollable returned %T", prw)
 	}
 	if err := pr.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
 		t.Fatalf("the pollable file takes no deadline: %v", err)
@@ -78,14 +83,14 @@ func TestPollableLeavesOthersAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if got, undo := pollable(f); got != f || nonblocking(t, f) {
+	if got, undo := pollable(f); got != io.ReadWriter(f) || nonblocking(t, f) {
 		t.Error("a regular file was changed")
 	} else {
 		undo()
 	}
 	r, _ := blockingPipe(t)
 	r.Close()
-	if got, undo := pollable(r); got != r {
+	if got, undo := pollable(r); got != io.ReadWriter(r) {
 		t.Error("a closed file was replaced")
 	} else {
 		undo()
@@ -98,11 +103,65 @@ func TestPollableKeepsNonblocking(t *testing.T) {
 	rc, _ := r.SyscallConn()
 	rc.Control(func(fd uintptr) { unix.SetNonblock(int(fd), true) })
 	pr, undo := pollable(r)
-	if pr == r {
+	if pr == io.ReadWriter(r) {
 		t.Fatal("pollable returned the pipe itself")
 	}
 	undo()
 	if !nonblocking(t, r) {
 		t.Error("a pipe that was non-blocking is left blocking")
+	}
+}
+
+// TestPolledPipe: what a pollable pipe's raw reads and writes pass is whole and in order
+// when the writer outruns the reader (a 1 MiB tools/list through a 64 KiB pipe), the end of
+// input is io.EOF, and a write with no reader left, or after Close, fails.
+func TestPolledPipe(t *testing.T) {
+	r, w := blockingPipe(t)
+	pr, undoR := pollable(r)
+	pw, undoW := pollable(w)
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	wrote := make(chan error, 1)
+	go func() {
+		n, err := pw.Write(want)
+		if err == nil && n != len(want) {
+			err = fmt.Errorf("wrote %d of %d bytes", n, len(want))
+		}
+		undoW() // closes the write end: the reader then meets the end
+		w.Close()
+		wrote <- err
+	}()
+	var got []byte
+	buf := make([]byte, 1000) // reads smaller than writes
+	for {
+		time.Sleep(time.Microsecond) // a slower reader: the pipe fills
+		n, err := pr.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read after %d bytes: %v", len(got), err)
+		}
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, not the %d written in order", len(got), len(want))
+	}
+	if n, err := pr.Read(buf); n != 0 || err != io.EOF {
+		t.Errorf("read after the end = %d, %v; want io.EOF", n, err)
+	}
+	undoR()
+	if _, err := pr.Read(buf); err == nil {
+		t.Error("read after close: no error")
+	}
+
+	r2, w2 := blockingPipe(t)
+	pw2, undo := pollable(w2)
+	defer undo()
+	r2.Close()
+	if _, err := pw2.Write([]byte("x\n")); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("write with no reader = %v, want EPIPE", err)
 	}
 }

@@ -28,8 +28,10 @@ import (
 //     is written, so each search includes its re-list.
 //
 // It reports the median and p99 of the queries of bench/en.yaml and bench/zh.yaml, in turn,
-// the median of the slowest query, and the median and p99 of a ping afterwards. The client
-// decodes nothing but ids, so the figures are toolsift's and the pipes'.
+// the median of the slowest query, and the median and p99 of a ping afterwards; and, on
+// Linux, the CPU time toolsift spent per search and per ping, which varies less from run to
+// run than latency. The client decodes nothing but ids, so the figures are toolsift's and the
+// pipes'.
 func BenchmarkToolSearchStdio(b *testing.B) {
 	toolsift, fixture := plainBuilds(b)
 	var queries []string
@@ -54,6 +56,7 @@ func BenchmarkToolSearchStdio(b *testing.B) {
 				}
 				lat := make([]time.Duration, 0, b.N)
 				byQuery := map[string][]time.Duration{}
+				cpu0, cpuOK := processCPU(c.pid)
 				b.ResetTimer()
 				for i := range b.N {
 					q := queries[i%len(queries)]
@@ -63,6 +66,10 @@ func BenchmarkToolSearchStdio(b *testing.B) {
 					byQuery[q] = append(byQuery[q], lat[len(lat)-1])
 				}
 				b.StopTimer()
+				// Less noisy than latency: what toolsift's threads spent, all told.
+				if cpu1, ok := processCPU(c.pid); ok && cpuOK {
+					b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "toolsift-cpu-us/op")
+				}
 				reportLatency(b, lat, "")
 				// Whether the tail is some queries' or every query's now and then.
 				var worst time.Duration
@@ -73,10 +80,14 @@ func BenchmarkToolSearchStdio(b *testing.B) {
 				b.ReportMetric(float64(worst.Microseconds())/1000, "worst-query-p50-ms")
 				// What any request costs: the floor under a search.
 				var pings []time.Duration
-				for range 1000 {
+				cpu0, cpuOK = processCPU(c.pid)
+				for range 3000 { // enough for the CPU time's 10 ms tick
 					start := time.Now()
 					c.request("ping", "{}")
 					pings = append(pings, time.Since(start))
+				}
+				if cpu1, ok := processCPU(c.pid); ok && cpuOK {
+					b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(len(pings)), "toolsift-ping-cpu-us/op")
 				}
 				reportLatency(b, pings, "ping-")
 			})
@@ -103,6 +114,7 @@ type leanClient struct {
 	relist  bool // re-list on list_changed, as Claude Code does
 	relists int
 	nextID  int
+	pid     int // toolsift's
 }
 
 // startLean starts toolsift with args and initializes a session as client; with relist, the
@@ -124,7 +136,7 @@ func startLean(tb testing.TB, toolsift, client string, relist bool, args ...stri
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	c := &leanClient{tb: tb, in: in, out: out.(*os.File), r: bufio.NewReaderSize(out, 1<<20), relist: relist}
+	c := &leanClient{tb: tb, in: in, out: out.(*os.File), r: bufio.NewReaderSize(out, 1<<20), relist: relist, pid: cmd.Process.Pid}
 	tb.Cleanup(func() {
 		in.Close()
 		// What is still written, so that toolsift can end; read to the end before Wait,
