@@ -42,6 +42,18 @@ func TestTokens(t *testing.T) {
 		{"a.*+?^$[](){}|\\", nil},
 		{"user007说", []string{"user", "007", "说"}},
 		{"\xff\xfe broken utf8", []string{"broken", "utf", "8"}},
+		// A possessive or contraction's s is no word; an s that begins one is.
+		{"someone's slack profile", []string{"someon", "slack", "profil"}},
+		{"the customer’s plan", []string{"custom", "plan"}},
+		{"WHAT'S ON", nil},
+		{"repo's", []string{"repo"}},
+		{"the repo's-name", []string{"repo", "name"}},
+		{"users' repos", []string{"user", "repo"}},
+		{"'s3' bucket", []string{"s", "3", "bucket"}},
+		{"repo's3 repo'sx", []string{"repo", "s", "3", "repo", "sx"}},
+		{"o'brien", []string{"o", "brien"}},
+		{"repo's说", []string{"repo", "s", "说"}},
+		{"repo's. s3", []string{"repo", "s", "3"}},
 	}
 	for _, tt := range tests {
 		if got := Tokens(tt.in); !reflect.DeepEqual(got, tt.want) {

@@ -99,6 +99,9 @@ func eachWord(text string, f func(string)) {
 				if start >= 0 {
 					f(text[start:i])
 					start = -1
+					if b == '\'' {
+						i += possessive(text[i+1:])
+					}
 				}
 			case start < 0:
 				start = i
@@ -126,6 +129,9 @@ func eachWord(text string, f func(string)) {
 			if start >= 0 {
 				f(text[start:i])
 				start = -1
+				if r == '’' {
+					i += possessive(text[i+size:])
+				}
 			}
 			i += size
 			prevClass = classOther
@@ -150,6 +156,26 @@ func eachWord(text string, f func(string)) {
 	if start >= 0 {
 		f(text[start:])
 	}
+}
+
+// possessive returns how many bytes of rest, what follows an apostrophe that ends a word,
+// are a possessive or a contraction's s ("someone's", "what's"), to be skipped: 1 or 0. Such
+// an s means nothing to search, yet as a word of its own it would match every "S3" or
+// "s01" a catalog holds.
+func possessive(rest string) int {
+	if len(rest) == 0 || rest[0]|0x20 != 's' {
+		return 0
+	}
+	if len(rest) > 1 {
+		if rest[1] < utf8.RuneSelf {
+			if asciiClass[rest[1]] != classOther {
+				return 0
+			}
+		} else if r, _ := utf8.DecodeRuneInString(rest[1:]); isAlnum(r) {
+			return 0
+		}
+	}
+	return 1
 }
 
 // splits reports whether a word breaks between letters or digits prev and r: at a digit
