@@ -117,6 +117,8 @@ type Pool struct {
 	changes atomic.Uint64
 	// onChangeCost is how long the last call to onChange took, in nanoseconds.
 	onChangeCost atomic.Int64
+	// started is set once every server has made its first attempt (see WaitStarted).
+	started atomic.Bool
 
 	// rebuildMu is held while a catalog is built and stored, so that builds are made one
 	// at a time, each from parts no older than the last's: two servers that connect at
@@ -278,6 +280,9 @@ func (p *Pool) Denied(exposed string) (serverName string, denied bool) {
 // WaitStarted blocks until every server has finished its first connection attempt, or ctx
 // ends. It returns the names of servers still on their first attempt.
 func (p *Pool) WaitStarted(ctx context.Context) (pending []string) {
+	if p.started.Load() {
+		return nil
+	}
 	for _, s := range p.servers {
 		select {
 		case <-s.attempted:
@@ -290,6 +295,9 @@ func (p *Pool) WaitStarted(ctx context.Context) (pending []string) {
 		default:
 			pending = append(pending, s.cfg.Name)
 		}
+	}
+	if len(pending) == 0 {
+		p.started.Store(true) // an attempt made stays made
 	}
 	return pending
 }
