@@ -50,9 +50,15 @@ func TestPollablePipe(t *testing.T) {
 		t.Fatalf("the blocking pipe takes a deadline (%v): the test proves nothing", err)
 	}
 	prw, undo := pollable(r)
-	pr, ok := prw.(*polled)
+	if prw == io.ReadWriter(r) {
+		t.Fatal("pollable returned the pipe itself")
+	}
+	pr, ok := prw.(interface {
+		io.Reader
+		SetReadDeadline(time.Time) error
+	})
 	if !ok {
-		t.Fatalf("pollable returned %T", prw)
+		t.Fatalf("pollable returned %T, which takes no deadline", prw)
 	}
 	if err := pr.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
 		t.Fatalf("the pollable file takes no deadline: %v", err)
