@@ -148,6 +148,9 @@ func TestPolledPipe(t *testing.T) {
 		if err != nil {
 			t.Fatalf("read after %d bytes: %v", len(got), err)
 		}
+		if n == 0 { // io.Reader allows it, but a pipe read that blocks never needs it
+			t.Fatalf("read after %d bytes: nothing, and no error", len(got))
+		}
 	}
 	if err := <-wrote; err != nil {
 		t.Fatal(err)
