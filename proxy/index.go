@@ -110,10 +110,15 @@ func (s *Server) buildIndexes() {
 
 // startupDone reports whether every server has made its first connection attempt.
 func (s *Server) startupDone() bool {
+	return len(s.ups.WaitStarted(ended)) == 0
+}
+
+// ended is a context that has ended: to ask what a wait would find, without waiting.
+var ended = func() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	return len(s.ups.WaitStarted(ctx)) == 0
-}
+	return ctx
+}()
 
 // searchIndex returns the newest search index built, with the view of its catalog, and
 // asks for one of the current catalog if it is not that. It waits, up to StartupWait or the

@@ -246,18 +246,11 @@ func (s *Server) beforeCallTool(_ context.Context, _ any, req *mcp.CallToolReque
 	req.Params.Arguments = map[string]any{"name": name}
 }
 
-// ended is a context that has ended: to ask what a wait would find, without waiting.
-var ended = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()
-
 // awaitStartup waits, up to StartupWait, for servers still on their first connection
 // attempt, and returns those still pending.
 func (s *Server) awaitStartup(ctx context.Context) []string {
 	// Every search but the first few finds all started: it needs no timer.
-	if len(s.ups.WaitStarted(ended)) == 0 {
+	if s.startupDone() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StartupWait)

@@ -130,12 +130,7 @@ func (c *stdioConn) serve(listen context.Context, input *drainReader) error {
 	c.served.Wait()
 	c.workers.Wait()
 	notified.Wait()
-	c.heldMu.Lock()
-	if c.heldTimer != nil {
-		c.heldTimer.Stop()
-	}
-	c.heldMu.Unlock()
-	c.flushHeld()
+	c.flushHeld() // and stops its timer: held and the timer are armed together
 	return err
 }
 

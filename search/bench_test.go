@@ -231,3 +231,24 @@ func BenchmarkSearchAfterWait(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPossessive ranks 50,000 pooled tools for a request with a possessive, and for
+// the same request with the s as a word of its own, as the possessive used to give it: the
+// name of every pooled tool's server (s00, s01…) holds that word.
+func BenchmarkPossessive(b *testing.B) {
+	ix := NewIndex(pooled(b, 50000))
+	for _, c := range []struct{ name, query string }{
+		{"possessive", "what's assigned to me in asana"},
+		{"s-word", "what s assigned to me in asana"},
+	} {
+		q, err := ParseQuery(c.query)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				ix.Search(q, 5)
+			}
+		})
+	}
+}
