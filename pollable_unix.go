@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/toolsift/toolsift/internal/quiet"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,7 +17,7 @@ import (
 // blocking a thread in the system call: every request over stdio then hands the reading
 // goroutine's processor to another thread, and back, which costs more CPU than decoding
 // the request. A pollable file parks the goroutine instead (and on Linux is read and
-// written without telling the scheduler: see quiet).
+// written without telling the scheduler: see quiet.File).
 //
 // Non-blocking mode belongs to the open file, which f shares with whatever else holds it,
 // so it is set only for pipes and sockets (never a terminal, which a shell shares) and put
@@ -55,7 +56,7 @@ func pollable(f *os.File) (io.ReadWriter, func()) {
 		return f, func() {}
 	}
 	nf := os.NewFile(uintptr(dup), f.Name()) // non-blocking, so the poller takes it
-	return quiet(nf), func() {
+	return quiet.File(nf), func() {
 		nf.Close()
 		// The open file f shares is as its other holders expect it. (Where stdin and stdout
 		// are one socket, the second call found it non-blocking, and leaves it so; the first

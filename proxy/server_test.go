@@ -330,7 +330,7 @@ func TestHTTPSessionStateIsFreed(t *testing.T) {
 
 func TestGateLimitsRequestsPerSession(t *testing.T) {
 	g := &gate{opts: HTTPOptions{MaxSessionRequests: 2}, inFlight: map[string]int{}}
-	if !g.enter("a") || !g.enter("a") {
+	if first, second := g.enter("a"), g.enter("a"); !first || !second {
 		t.Fatal("first two requests refused")
 	}
 	if g.enter("a") {

@@ -7,11 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolsift/toolsift/internal/jsonrpc"
 )
 
 func TestRequestAndResponseIDs(t *testing.T) {
@@ -192,5 +195,117 @@ func TestListChangedBeforeSearchResult(t *testing.T) {
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("a held notification went out after %v", d)
+	}
+}
+
+// TestQuickRequests: the requests the reader serves itself are those answered from memory; a
+// tool_search that will wait for the client's re-list, or ask its model, is not one.
+func TestQuickRequests(t *testing.T) {
+	p := newGoldenProxyWith(t, Options{Version: "golden", Sampling: true})
+	conn := newStdioConn(p, &responseWatcher{w: io.Discard, lists: &pendingSplices{}})
+	ctx := context.Background()
+	if err := p.mcp.RegisterSession(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	ctx = p.mcp.WithContext(ctx, conn)
+	if pending := p.ups.WaitStarted(ctx); len(pending) > 0 {
+		t.Fatalf("servers not started: %v", pending)
+	}
+	sess := p.sessionFrom(ctx)
+	search := `{"name":"tool_search","arguments":{"query":"create issue"}}`
+	for _, tc := range []struct {
+		name, method, params string
+		holds, samples       bool
+		want                 bool
+	}{
+		{"ping", "ping", "", false, false, true},
+		{"tools/list", "tools/list", `{}`, true, false, true},
+		{"search, client reads the result first", "tools/call", search, false, false, true},
+		{"search, client re-lists first", "tools/call", search, true, false, false},
+		{"search, client samples", "tools/call", search, false, true, false},
+		{"call_tool", "tools/call", `{"name":"call_tool","arguments":{"name":"gh__create_issue"}}`, false, false, false},
+		{"an upstream tool", "tools/call", `{"name":"gh__create_issue","arguments":{}}`, false, false, false},
+		{"params an array", "tools/call", `["tool_search"]`, false, false, false},
+		{"name not a string", "tools/call", `{"name":["tool_search"]}`, false, false, false},
+		{"no params", "tools/call", "", false, false, false},
+		{"initialize", "initialize", `{}`, false, false, false},
+		{"resources/read", "resources/read", `{"uri":"x"}`, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sess.mu.Lock()
+			sess.holds, sess.samples, sess.watched = tc.holds, tc.samples, true
+			sess.mu.Unlock()
+			if got := p.quick(ctx, tc.method, json.RawMessage(tc.params)); got != tc.want {
+				t.Errorf("quick(%s %s) = %v, want %v", tc.method, tc.params, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestQuickRequestHandsOverReading: a quick request the reader serves itself does not keep
+// the lines after it unread when it blocks (here its answer, which the client does not read),
+// and both are answered once the client reads; a quick request makes no worker, another
+// request does.
+func TestQuickRequestHandsOverReading(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	conn := newStdioConn(newGoldenProxy(t), &responseWatcher{w: outW, lists: &pendingSplices{}})
+	served := make(chan error, 1)
+	go func() { served <- conn.serve(context.Background(), &drainReader{r: inR, maxLine: 1 << 20}) }()
+	send := func(line string) chan error {
+		sent := make(chan error, 1)
+		go func() {
+			_, err := io.WriteString(inW, line+"\n") // returns once the line is read
+			sent <- err
+		}()
+		return sent
+	}
+	out := bufio.NewReader(outR)
+	answer := func() string {
+		t.Helper()
+		line, err := out.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(jsonrpc.ID(line))
+	}
+
+	if err := <-send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the line after a quick request whose answer blocks is still unread")
+	}
+	if got := []string{answer(), answer()}; !slices.Contains(got, "1") || !slices.Contains(got, "2") {
+		t.Fatalf("answers to %v, want 1 and 2", got)
+	}
+
+	waitIdle := func(want int32) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); conn.idle.Load() != want; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d idle workers, want %d", conn.idle.Load(), want)
+			}
+		}
+	}
+	<-send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	if id := answer(); id != "3" {
+		t.Fatalf("answer to %s, want 3", id)
+	}
+	waitIdle(0)
+	<-send(`{"jsonrpc":"2.0","id":4,"method":"resources/list"}`)
+	if id := answer(); id != "4" {
+		t.Fatalf("answer to %s, want 4", id)
+	}
+	waitIdle(1)
+
+	inW.Close()
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
 	}
 }

@@ -9,12 +9,17 @@ import (
 	"time"
 )
 
-// processCPU returns the user and system CPU time process pid has used, all its threads
-// told, to the kernel's clock tick (10 ms); false if it cannot be read.
-func processCPU(pid int) (time.Duration, bool) {
+// usage is what a process has used so far, all its threads told.
+type usage struct {
+	cpu    time.Duration // user and system time, to the kernel's clock tick (10 ms)
+	faults int64         // minor page faults: first touches of memory
+}
+
+// processUsage returns what process pid has used; false if it cannot be read.
+func processUsage(pid int) (usage, bool) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, false
+		return usage{}, false
 	}
 	// The command name, field 2, may hold spaces: count fields after its closing paren.
 	rest := string(data)
@@ -22,16 +27,18 @@ func processCPU(pid int) (time.Duration, bool) {
 		rest = rest[i+1:]
 	}
 	f := strings.Fields(rest) // f[0] is field 3, the state
-	var utime, stime int64
+	var minflt, utime, stime int64
 	if len(f) < 13 {
-		return 0, false
+		return usage{}, false
 	}
-	if _, err := fmt.Sscan(f[11], &utime); err != nil {
-		return 0, false
-	}
-	if _, err := fmt.Sscan(f[12], &stime); err != nil {
-		return 0, false
+	for _, v := range []struct {
+		field int
+		to    *int64
+	}{{7, &minflt}, {11, &utime}, {12, &stime}} {
+		if _, err := fmt.Sscan(f[v.field], v.to); err != nil {
+			return usage{}, false
+		}
 	}
 	const tick = 10 * time.Millisecond // USER_HZ is 100 on every Linux Go supports
-	return time.Duration(utime+stime) * tick, true
+	return usage{cpu: time.Duration(utime+stime) * tick, faults: minflt}, true
 }

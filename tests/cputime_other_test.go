@@ -4,5 +4,11 @@ package tests
 
 import "time"
 
-// processCPU reports false: only Linux is read.
-func processCPU(pid int) (time.Duration, bool) { return 0, false }
+// usage is what a process has used so far: only Linux is read.
+type usage struct {
+	cpu    time.Duration
+	faults int64
+}
+
+// processUsage reports false: only Linux is read.
+func processUsage(pid int) (usage, bool) { return usage{}, false }

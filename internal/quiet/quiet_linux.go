@@ -1,6 +1,4 @@
-//go:build linux
-
-package main
+package quiet
 
 import (
 	"io"
@@ -9,7 +7,7 @@ import (
 	"unsafe"
 )
 
-// quiet returns f, a non-blocking pipe or socket, to be read and written with raw system
+// File returns f, a non-blocking pipe or socket, to be read and written with raw system
 // calls between the poller's waits.
 //
 // os.File tells the scheduler of each read and write as a system call that may block, and
@@ -19,7 +17,7 @@ import (
 // Neither can block here, the descriptor being non-blocking, so nothing is lost by not
 // telling the scheduler. Only on Linux: elsewhere a raw system call is not the supported
 // way in (macOS), or not allowed at all (OpenBSD).
-func quiet(f *os.File) io.ReadWriter {
+func File(f *os.File) io.ReadWriter {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return f
@@ -27,7 +25,7 @@ func quiet(f *os.File) io.ReadWriter {
 	return &polled{File: f, rc: rc}
 }
 
-// polled is a file that quiet reads and writes.
+// polled is a file that File reads and writes.
 type polled struct {
 	*os.File // deadlines, Close, Name
 	rc       syscall.RawConn
