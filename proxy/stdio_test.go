@@ -309,3 +309,45 @@ func TestQuickRequestHandsOverReading(t *testing.T) {
 		t.Fatalf("serve: %v", err)
 	}
 }
+
+// TestHandoverTimerRearms: the handover timer, armed by a quick request that has ended,
+// finds another being served that began less than inlineFor ago; it arms itself again for
+// the rest, rather than leave that request unwatched, and hands reading over once the
+// request has run past it.
+func TestHandoverTimerRearms(t *testing.T) {
+	inR, inW := io.Pipe()
+	conn := newStdioConn(newGoldenProxy(t), &responseWatcher{w: io.Discard, lists: &pendingSplices{}})
+	conn.readCtx, conn.input, conn.end = context.Background(), &drainReader{r: inR, maxLine: 1 << 20}, make(chan error, 1)
+	conn.handover = time.AfterFunc(time.Hour, conn.takeOver)
+	conn.handover.Stop()
+	defer conn.handover.Stop()
+	// As serveInline leaves them for a request begun just now, the timer armed by an
+	// earlier one; then that earlier one's firing.
+	conn.handoverArmed.Store(true)
+	conn.inlineSince.Store(conn.now())
+	conn.inline.Store(inlineServing)
+	conn.takeOver()
+	if !conn.handoverArmed.Load() || conn.inline.Load() != inlineServing {
+		t.Fatalf("after the earlier request's firing: armed %v, state %d; want armed, still serving", conn.handoverArmed.Load(), conn.inline.Load())
+	}
+	sent := make(chan error, 1)
+	go func() {
+		_, err := io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n") // returns once read
+		sent <- err
+	}()
+	select {
+	case err := <-sent:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading never moved from a request served past inlineFor")
+	}
+	if st := conn.inline.Load(); st != inlineHandedOver {
+		t.Errorf("state %d, want handed over", st)
+	}
+	inW.Close()
+	if err := <-conn.end; err != nil {
+		t.Errorf("the new reader's end: %v", err)
+	}
+}

@@ -54,13 +54,14 @@ type stdioConn struct {
 	input   *drainReader
 	end     chan error // the reader's end, sent by whichever goroutine reads last
 	// inline is the state of the request the reader serves itself (inlineNone,
-	// inlineServing, inlineHandedOver), and inlineSince its start (Unix ns); handover hands
+	// inlineServing, inlineHandedOver), and inlineSince its start (see now); handover hands
 	// reading to a new goroutine when that request runs past inlineFor, and is armed while
 	// handoverArmed is set.
 	inline        atomic.Int32
 	inlineSince   atomic.Int64
 	handover      *time.Timer
 	handoverArmed atomic.Bool
+	born          time.Time // the clock now reads from
 
 	heldMu    sync.Mutex // guards held and heldTimer, and is held while they are written
 	held      []byte     // notifications held back (see notify)
@@ -70,7 +71,8 @@ type stdioConn struct {
 
 func newStdioConn(s *Server, out *responseWatcher) *stdioConn {
 	return &stdioConn{s: s, out: out, notes: make(chan mcp.JSONRPCNotification, 100),
-		pending: map[int64]chan stdioAnswer{}, closed: make(chan struct{}), jobs: make(chan func())}
+		pending: map[int64]chan stdioAnswer{}, closed: make(chan struct{}), jobs: make(chan func()),
+		born: time.Now()}
 }
 
 // stdioAnswer is the client's answer to a request of toolsift's.
@@ -187,9 +189,10 @@ const (
 // thread that must be woken, which cost about 100 µs of CPU per request, as much as a
 // search at 10,000 tools, and a third of its latency. Quick is a guess, not a promise (a
 // write to a client that does not read blocks), so if the request runs past inlineFor a
-// new goroutine takes over reading (see takeOver), and this one ends with the request.
+// new goroutine takes over reading (see takeOver). One goroutine reads at a time: each
+// request served inline is either taken over once, or its server reads on.
 func (c *stdioConn) serveInline(job func()) bool {
-	c.inlineSince.Store(time.Now().UnixNano())
+	c.inlineSince.Store(c.now())
 	c.inline.Store(inlineServing)
 	// One timer for a run of quick requests, not one for each: arming and stopping a timer
 	// each request wakes the poller's thread once more each.
@@ -212,7 +215,7 @@ func (c *stdioConn) takeOver() {
 	if c.inline.Load() != inlineServing {
 		return
 	}
-	if left := inlineFor - time.Duration(time.Now().UnixNano()-c.inlineSince.Load()); left > 0 {
+	if left := inlineFor - time.Duration(c.now()-c.inlineSince.Load()); left > 0 {
 		if c.handoverArmed.CompareAndSwap(false, true) {
 			c.handover.Reset(left)
 		}
@@ -222,6 +225,10 @@ func (c *stdioConn) takeOver() {
 		go c.read()
 	}
 }
+
+// now is the time since the connection was made, in ns, by the monotonic clock: a step of
+// the wall clock must not delay a handover.
+func (c *stdioConn) now() int64 { return int64(time.Since(c.born)) }
 
 // dispatch hands a request to a worker (see work), or serves it itself if it is quick, and
 // serves a notification, or an answer to toolsift, at once, in the order read. It reports
