@@ -91,7 +91,6 @@ type message struct {
 	line           []byte
 	id             json.RawMessage
 	method         string
-	params         json.RawMessage
 	result, errObj json.RawMessage
 	err            error // the line is not JSON, or not JSON-RPC as toolsift reads it
 }
@@ -100,12 +99,11 @@ func parseMessage(line []byte) message {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
 	}
 	err := json.Unmarshal(line, &m)
-	return message{line: line, id: m.ID, method: m.Method, params: m.Params, result: m.Result, errObj: m.Error, err: err}
+	return message{line: line, id: m.ID, method: m.Method, result: m.Result, errObj: m.Error, err: err}
 }
 
 // isRequest reports a request of the client's: one owed an answer.

@@ -235,7 +235,11 @@ func TestQuickRequests(t *testing.T) {
 			sess.mu.Lock()
 			sess.holds, sess.samples, sess.watched = tc.holds, tc.samples, true
 			sess.mu.Unlock()
-			if got := p.quick(ctx, tc.method, json.RawMessage(tc.params)); got != tc.want {
+			line := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":%q}`, tc.method)
+			if tc.params != "" {
+				line = fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":%q,"params":%s}`, tc.method, tc.params)
+			}
+			if got := p.quick(ctx, tc.method, []byte(line)); got != tc.want {
 				t.Errorf("quick(%s %s) = %v, want %v", tc.method, tc.params, got, tc.want)
 			}
 		})
