@@ -99,9 +99,8 @@ type termData struct {
 	// maxBase is the largest base in postings: no doc gains more from the term (see prune.go).
 	maxBase float64
 	// merged, for a term with several expansions as a query term, is each doc's share of
-	// it, and maxShare the largest (see mergeShares).
-	merged   *merged
-	maxShare float64
+	// it (see mergeShares).
+	merged *merged
 	// runs splits postings by server, in order.
 	runs []run
 }
@@ -111,6 +110,7 @@ type merged struct {
 	docs   []int32   // in order
 	shares []float64 // by place in docs
 	runs   []run
+	max    float64 // the largest share
 }
 
 // run is the postings of one term in the docs of one server.
@@ -161,6 +161,8 @@ type Index struct {
 	// spare keeps one scratch through garbage collections, which empty the pool: without
 	// one, a search allocates and clears arrays as long as the catalog.
 	spare atomic.Pointer[scratch]
+	// glosses keeps the English of Chinese words, merged (see glossShares).
+	glosses glossCache
 }
 
 // NewIndex builds an index over docs. Later docs with a Name already seen are ignored.
@@ -367,6 +369,7 @@ func NewIndex(docs []Doc) *Index {
 	}
 	sort.Strings(ix.nameWords)
 	ix.mergeShares(&pc)
+	ix.glosses.min, ix.glosses.limit = glossMin, glossCap*len(ix.docs)
 	return ix
 }
 
@@ -399,40 +402,14 @@ func (ix *Index) appendRuns(runs []run, n int, at func(int) (int32, float64)) []
 // their shares, and runs over them, whose maxima bound a doc's share in each
 // server (qterm's bound from the expansions alone supposes a doc that has them all).
 func (ix *Index) mergeShares(pc *pace.Pacer) {
-	best, total := make([]float64, len(ix.docs)), make([]float64, len(ix.docs))
-	seen := make([]bool, len(ix.docs))
-	var docs []int32
+	sc := &scratch{acc: make([]acc, len(ix.docs))}
 	for term, td := range ix.terms {
 		pc.Step()
 		exps := ix.termExpansions(term, term)
 		if len(exps) < 2 {
 			continue
 		}
-		// In the order add adds them, so that each share is the same to the bit.
-		for _, e := range exps {
-			for _, p := range ix.terms[e.term].postings {
-				d := p.doc
-				if !seen[d] {
-					seen[d] = true
-					docs = append(docs, d)
-				}
-				v := float64(float64(p.base) * e.w)
-				total[d] += v
-				if v > best[d] {
-					best[d] = v
-				}
-			}
-		}
-		slices.Sort(docs)
-		m := &merged{docs: slices.Clone(docs), shares: make([]float64, len(docs))}
-		for i, d := range docs {
-			m.shares[i] = share(best[d], total[d])
-			td.maxShare = max(td.maxShare, m.shares[i])
-			best[d], total[d], seen[d] = 0, 0, false
-		}
-		m.runs = ix.appendRuns(nil, len(docs), func(i int) (int32, float64) { return m.docs[i], m.shares[i] })
-		td.merged = m
-		docs = docs[:0]
+		td.merged = ix.merge(sc, exps, nil)
 		ix.terms[term] = td
 	}
 }
@@ -466,7 +443,7 @@ func (ix *Index) search(q Query, limit int, prune bool, st *searchStats) (hits [
 	}
 	sc := ix.getScratch()
 	defer ix.putScratch(sc)
-	plan := ix.plan(q)
+	plan := ix.plan(q, sc)
 	if prune && limit > 0 {
 		return sc.topK(ix, q, plan, limit, st), nil
 	}

@@ -50,8 +50,10 @@ func (e *weighted) len() int32 {
 // plan returns the terms of q that match some doc, in the order they are scored: each query
 // term, then two adjacent query terms that are one word in the tools, then the English of
 // the Chinese words the tools lack. A term that matches nothing is left out: it adds nothing,
-// and coordination counts only the terms some tool has.
-func (ix *Index) plan(q Query) []qterm {
+// and coordination counts only the terms some tool has. A term with several expansions is
+// one merged list if the index has it: an index term's, merged when it was built, and a
+// Chinese word's English, merged when searched for again (see glossShares).
+func (ix *Index) plan(q Query, sc *scratch) []qterm {
 	terms, raws := q.Terms, q.raws
 	if len(raws) != len(terms) {
 		raws = terms // a Query built by hand, not by ParseQuery
@@ -73,7 +75,7 @@ func (ix *Index) plan(q Query) []qterm {
 			// the word as written, which only finds typos of a term the index lacks.
 			m := td.merged
 			e := weighted{term: term, w: 1, docs: m.docs, shares: m.shares, runs: m.runs}
-			plan = append(plan, qterm{expansions: []weighted{e}, bound: td.maxShare})
+			plan = append(plan, qterm{expansions: []weighted{e}, bound: td.merged.max})
 			continue
 		}
 		if t, ok := ix.qterm(ix.termExpansions(term, raws[i]), nil); ok {
@@ -86,7 +88,15 @@ func (ix *Index) plan(q Query) []qterm {
 		if ix.inCatalog(g.text) {
 			continue
 		}
-		if t, ok := ix.qterm(ix.glossExpansions(g), ix.chinese); ok {
+		exps := ix.glossExpansions(g)
+		if m := ix.glossShares(sc, exps); m != nil {
+			if len(m.docs) > 0 {
+				e := weighted{term: g.text, w: 1, docs: m.docs, shares: m.shares, runs: m.runs}
+				plan = append(plan, qterm{expansions: []weighted{e}, bound: m.max})
+			}
+			continue
+		}
+		if t, ok := ix.qterm(exps, ix.chinese); ok {
 			b, parts := ix.glossBound(g)
 			t.bound, t.parts = min(t.bound, b), parts
 			plan = append(plan, t)

@@ -369,23 +369,7 @@ func (sc *scratch) scoreServer(plan []qterm, coord []float64, s int32, floor flo
 			}
 			continue
 		}
-		for _, p := range ps {
-			d := p.doc
-			if t.skip != nil && t.skip[d] {
-				continue
-			}
-			a := &sc.acc[d]
-			if a.termGen != sc.gen {
-				a.termGen = sc.gen
-				a.best, a.total = 0, 0
-				sc.termDocs = append(sc.termDocs, d)
-			}
-			v := float64(float64(p.base) * w)
-			a.total += v
-			if v > a.best { // as max: values are never NaN nor -0
-				a.best = v
-			}
-		}
+		sc.gather(ps, w, t.skip)
 	}
 	sc.addShares()
 	for _, d := range sc.touched[first:] {

@@ -276,8 +276,8 @@ func TestSearchConcurrent(t *testing.T) {
 }
 
 // TestMergedShares holds each merged term's shares, which searches score in place of its
-// expansions, to what scoring the expansions gives, to the bit, over the public catalogs
-// and random ones.
+// expansions, to what scoring the expansions gives, to the bit, and its runs to
+// appendRuns', over the public catalogs and random ones.
 func TestMergedShares(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	words := strings.Fields("create creates new add get fetch list lists listing repo repository repositories issue issues search find query message messages send post")
@@ -322,6 +322,10 @@ func TestMergedShares(t *testing.T) {
 			}
 			sc.reset(ix)
 			ix.putScratch(sc)
+			m := td.merged
+			if want := ix.appendRuns(nil, len(m.docs), func(i int) (int32, float64) { return m.docs[i], m.shares[i] }); !reflect.DeepEqual(m.runs, want) {
+				t.Fatalf("catalog %d, %q: runs %v, want %v", ci, term, m.runs, want)
+			}
 		}
 		if ci == 0 && merged < 100 {
 			t.Errorf("only %d merged terms over the catalogs", merged)

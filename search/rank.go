@@ -1,6 +1,7 @@
 package search
 
 import (
+	"math/bits"
 	"sort"
 	"strings"
 )
@@ -13,8 +14,9 @@ type scratch struct {
 	acc     []acc   // by doc
 	touched []int32 // docs with a score, to rank and to reset
 
-	gen      uint32  // the term being scored (see acc.termGen)
-	termDocs []int32 // the docs it matched
+	gen      uint32   // the term being scored (see acc.termGen)
+	termDocs []int32  // the docs it matched
+	bits     []uint64 // by doc, for merge; all zero between its uses
 
 	// Per server: its three best scores, for the server prior.
 	top [][3]float64
@@ -61,32 +63,78 @@ func (sc *scratch) add(t qterm) {
 		return
 	}
 	for _, e := range t.expansions {
-		for _, p := range e.postings {
-			d := p.doc
-			if t.skip != nil && t.skip[d] {
-				continue
-			}
-			a := &sc.acc[d]
-			if a.termGen != sc.gen {
-				a.termGen = sc.gen
-				a.best, a.total = 0, 0
-				sc.termDocs = append(sc.termDocs, d)
-			}
-			v := float64(float64(p.base) * e.w)
-			a.total += v
-			if v > a.best { // as max: values are never NaN nor -0
-				a.best = v
-			}
+		sc.gather(e.postings, e.w, t.skip)
+	}
+	sc.addShares()
+}
+
+// gather takes into account, for the term being scored (sc.gen), an expansion's value in
+// each doc of postings but those in skip: each doc's best value and their sum, from which
+// share gives the term's share.
+func (sc *scratch) gather(postings []posting, w float64, skip []bool) {
+	for _, p := range postings {
+		d := p.doc
+		if skip != nil && skip[d] {
+			continue
 		}
+		a := &sc.acc[d]
+		if a.termGen != sc.gen {
+			a.termGen = sc.gen
+			a.best, a.total = 0, 0
+			sc.termDocs = append(sc.termDocs, d)
+		}
+		v := float64(float64(p.base) * w)
+		a.total += v
+		if v > a.best { // as max: values are never NaN nor -0
+			a.best = v
+		}
+	}
+}
+
+// merge returns each doc's share of a term with expansions exps, leaving out the ids in
+// skip: what add and scoreServer would add to each, to the bit, as one list.
+func (ix *Index) merge(sc *scratch, exps []weighted, skip []bool) *merged {
+	sc.gen++
+	sc.termDocs = sc.termDocs[:0]
+	for _, e := range exps {
+		sc.gather(ix.terms[e.term].postings, e.w, skip)
+	}
+	// The docs in order, from a bitmap: sorting tens of thousands would cost more.
+	if sc.bits == nil {
+		sc.bits = make([]uint64, (len(sc.acc)+63)/64)
 	}
 	for _, d := range sc.termDocs {
-		a := &sc.acc[d]
-		if a.matched == 0 {
-			sc.touched = append(sc.touched, d)
-		}
-		a.matched++
-		a.score += share(a.best, a.total)
+		sc.bits[d/64] |= 1 << (d % 64)
 	}
+	// Runs as appendRuns makes them, but inline: it costs a call per doc.
+	m := &merged{docs: make([]int32, 0, len(sc.termDocs)), shares: make([]float64, 0, len(sc.termDocs))}
+	var most float64
+	var top [3]float64
+	end := func() {
+		if len(m.runs) > 0 {
+			r := &m.runs[len(m.runs)-1]
+			r.max, r.top3 = roundUp(most), roundUp(top[0]+top[1]+top[2])
+		}
+	}
+	for i, w := range sc.bits {
+		for ; w != 0; w &= w - 1 {
+			d := int32(i*64 + bits.TrailingZeros64(w))
+			a := &sc.acc[d]
+			v := share(a.best, a.total)
+			if len(m.runs) == 0 || ix.serverOf[d] != m.runs[len(m.runs)-1].server {
+				end()
+				m.runs = append(m.runs, run{server: ix.serverOf[d], start: int32(len(m.docs))})
+				most, top = 0, [3]float64{}
+			}
+			m.docs, m.shares = append(m.docs, d), append(m.shares, v)
+			m.max, most = max(m.max, v), max(most, v)
+			top3(&top, v)
+		}
+		sc.bits[i] = 0
+	}
+	end()
+	sc.termDocs = sc.termDocs[:0]
+	return m
 }
 
 // addMerged adds to each doc its share of a merged term, as add would from its expansions.
