@@ -177,7 +177,7 @@ func BenchmarkSearchChinese(b *testing.B) {
 						if run != "" {
 							b.StopTimer()
 							c := &ix.glosses
-							c.m, c.held, c.once = nil, 0, nil
+							c.m, c.held, c.asked = nil, 0, nil
 							if run == "-merge" {
 								ix.Search(q, 5)
 								c.m, c.held = nil, 0

@@ -1,10 +1,7 @@
 package search
 
 import (
-	"encoding/binary"
-	"math"
 	"slices"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/toolsift/toolsift/search/cjk"
@@ -151,90 +148,4 @@ func hasCJK(text string) bool {
 		}
 	}
 	return false
-}
-
-// glossMin is how many postings a Chinese word's English must have, over all its
-// expansions, for its shares to be merged once and kept (see glossShares): each search then
-// adds one share to each doc instead of a value of each expansion. 开 (open, start, create,
-// view…) matches 68,000 postings among 50,000 tools, and its merged shares 34,000 docs.
-const glossMin = 2048
-
-// glossCap is how many merged shares the cache of Chinese words keeps per tool of the
-// index, at 12 bytes each: 384 bytes, where the index takes 1.2 KiB a tool at 50,000 tools
-// (and merges 35 shares a tool for its own terms).
-const glossCap = 32
-
-// glossCache keeps the merged shares of Chinese words whose English matches many docs, by
-// their expansions: words that mean the same (新建, 创建: create, new) share an entry.
-type glossCache struct {
-	// min is glossMin and limit glossCap shares a tool but in tests, which change them.
-	min, limit int
-	mu         sync.Mutex // guards m, held and once
-	m          map[string]*merged
-	held       int // the shares in m
-	// once holds the words searched for once since they were last merged, up to onceMax.
-	once map[string]bool
-}
-
-// onceMax bounds glossCache.once: past it, the words seen once are forgotten.
-const onceMax = 4096
-
-// glossShares returns each doc's share of a Chinese word through its English, merged as
-// mergeShares merges an index term's, if its expansions have glossMin postings or more and
-// it was searched for before; and nil otherwise, for the search to score its expansions.
-// Merging costs more than scoring (see BenchmarkSearchChinese), and a word used once would
-// pay for nothing; from the third search on, the word is one list.
-func (ix *Index) glossShares(sc *scratch, exps []weighted) *merged {
-	c := &ix.glosses
-	if len(exps) < 2 {
-		return nil
-	}
-	n := 0
-	for _, e := range exps {
-		n += len(ix.terms[e.term].postings)
-	}
-	if n < c.min {
-		return nil
-	}
-	key := make([]byte, 0, 16*len(exps))
-	for _, e := range exps {
-		key = binary.AppendUvarint(key, uint64(len(e.term)))
-		key = binary.LittleEndian.AppendUint64(append(key, e.term...), math.Float64bits(e.w))
-	}
-	c.mu.Lock()
-	m, again := c.m[string(key)], c.once[string(key)]
-	if m == nil && !again {
-		if len(c.once) >= onceMax || c.once == nil {
-			c.once = map[string]bool{}
-		}
-		c.once[string(key)] = true
-	}
-	c.mu.Unlock()
-	if m != nil || !again {
-		return m
-	}
-	m = ix.merge(sc, exps, ix.chinese)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.once, string(key))
-	if old, ok := c.m[string(key)]; ok { // merged meanwhile by another search
-		return old
-	}
-	if len(m.docs) > c.limit {
-		return m
-	}
-	// When full, forget entries at random (the map's order): a word in use comes back.
-	for k, old := range c.m {
-		if c.held+len(m.docs) <= c.limit {
-			break
-		}
-		delete(c.m, k)
-		c.held -= len(old.docs)
-	}
-	if c.m == nil {
-		c.m = map[string]*merged{}
-	}
-	c.m[string(key)] = m
-	c.held += len(m.docs)
-	return m
 }

@@ -130,7 +130,9 @@ func roundUp(v float64) float32 {
 	return f
 }
 
-// Index is an immutable search index. It is safe for concurrent use.
+// Index is a search index. What it ranks and how never change once it is built; searches
+// only add to its bounded cache of merged Chinese words (see glossCache). It is safe for
+// concurrent use.
 //
 // Inside the index a doc is known by its id: its place when the docs are grouped by server
 // (servers in the order they first appear, each one's docs in the order given), so that a
@@ -369,7 +371,7 @@ func NewIndex(docs []Doc) *Index {
 	}
 	sort.Strings(ix.nameWords)
 	ix.mergeShares(&pc)
-	ix.glosses.min, ix.glosses.limit = glossMin, glossCap*len(ix.docs)
+	ix.glosses.min, ix.glosses.limit = glossMin, glossBytes*len(ix.docs)
 	return ix
 }
 

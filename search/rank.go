@@ -56,7 +56,7 @@ func (ix *Index) putScratch(sc *scratch) {
 // add scores one query term into the accumulators. A term counts once per doc: its best
 // expansion, plus expansionTail of the others.
 func (sc *scratch) add(t qterm) {
-	sc.gen++
+	sc.nextGen()
 	sc.termDocs = sc.termDocs[:0]
 	if e := t.expansions[0]; e.shares != nil {
 		sc.addMerged(e.docs, e.shares)
@@ -66,6 +66,19 @@ func (sc *scratch) add(t qterm) {
 		sc.gather(e.postings, e.w, t.skip)
 	}
 	sc.addShares()
+}
+
+// nextGen starts the next term's gathering (see acc.termGen). When the count wraps, after
+// some millions of searches of a large catalog, every doc's is cleared: a doc last seen
+// under the new count would otherwise read as seen for this term.
+func (sc *scratch) nextGen() {
+	sc.gen++
+	if sc.gen == 0 {
+		for i := range sc.acc {
+			sc.acc[i].termGen = 0
+		}
+		sc.gen = 1
+	}
 }
 
 // gather takes into account, for the term being scored (sc.gen), an expansion's value in
@@ -94,7 +107,7 @@ func (sc *scratch) gather(postings []posting, w float64, skip []bool) {
 // merge returns each doc's share of a term with expansions exps, leaving out the ids in
 // skip: what add and scoreServer would add to each, to the bit, as one list.
 func (ix *Index) merge(sc *scratch, exps []weighted, skip []bool) *merged {
-	sc.gen++
+	sc.nextGen()
 	sc.termDocs = sc.termDocs[:0]
 	for _, e := range exps {
 		sc.gather(ix.terms[e.term].postings, e.w, skip)
