@@ -2,6 +2,8 @@ package search
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"testing"
@@ -273,5 +275,50 @@ func BenchmarkPossessive(b *testing.B) {
 				ix.Search(q, 5)
 			}
 		})
+	}
+}
+
+// BenchmarkSearchChineseFull ranks the Chinese requests of bench/zh.yaml and
+// zh-holdout.yaml over 10,000 pooled tools, in turn, at random, and at random favouring a
+// few (Zipf), with the heavy words' English never merged (off), merged into a cache a third
+// the size they need (third), and into one that holds them all (all): a vocabulary larger
+// than the cache should cost no more than scoring the expansions (see glossCache).
+func BenchmarkSearchChineseFull(b *testing.B) {
+	loadCJK(b)
+	docs := pooled(b, 10000)
+	queries := caseQueries(b, "../bench/zh.yaml", "../bench/zh-holdout.yaml")
+	ix := NewIndex(docs)
+	for range 3 {
+		for _, q := range queries {
+			ix.Search(q, 5)
+		}
+	}
+	need := ix.glosses.held
+	for _, pattern := range []string{"turn", "random", "zipf"} {
+		for _, mode := range []string{"off", "third", "all"} {
+			ix := NewIndex(docs)
+			switch mode {
+			case "off":
+				ix.glosses.min = math.MaxInt
+			case "third":
+				ix.glosses.limit = need / 3
+			}
+			r := rand.New(rand.NewPCG(1, 2))
+			z := rand.NewZipf(r, 1.1, 1, uint64(len(queries)-1))
+			b.Run(pattern+"-"+mode, func(b *testing.B) {
+				i := 0
+				for b.Loop() {
+					q := queries[i%len(queries)]
+					switch pattern {
+					case "random":
+						q = queries[r.IntN(len(queries))]
+					case "zipf":
+						q = queries[z.Uint64()]
+					}
+					ix.Search(q, 5)
+					i++
+				}
+			})
+		}
 	}
 }

@@ -251,7 +251,11 @@ func TestGlossShares(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if c.held > c.limit {
-		t.Errorf("after concurrent searches, the cache holds %d bytes, limit %d", c.held, c.limit)
+	held := 0
+	for _, e := range c.m {
+		held += e.size
+	}
+	if held != c.held || held > c.limit {
+		t.Errorf("after concurrent searches, the cache holds %d bytes, counts %d, limit %d", held, c.held, c.limit)
 	}
 }

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -17,34 +18,48 @@ const glossMin = 2048
 // index itself takes 1.2 KiB a tool at 50,000 tools.
 const glossBytes = 384
 
+// glossAge is how many searches for heavy words pass between two halvings of every
+// word's count (see glossCache).
+const glossAge = 1024
+
 // glossCache keeps the merged shares of Chinese words whose English matches many docs, by
 // their expansions: words that mean the same (新建, 创建: create, new) share an entry.
 //
 // A word is merged the second time it is searched for: merging costs more than scoring its
 // expansions once (see BenchmarkSearchChinese), and a word used once would pay for nothing.
 // When the cache is full, a word is merged only if it has been asked for more often than
-// the least used word kept, which it replaces; each replacement halves every kept word's
-// count, so that words no longer asked for give way. A vocabulary larger than the cache
-// therefore costs what scoring the expansions costs, not a merge on every return of a
-// word forgotten at random.
+// the words it would replace, least used first. Every glossAge searches for heavy words,
+// kept or not, each word's count is halved, so that words no longer asked for give way and
+// a word asked for often gets in. A word whose merged shares did not fit is not merged again
+// until the room it needed can be made.
 type glossCache struct {
-	// min is glossMin and limit glossBytes a tool but in tests, which change them.
-	min, limit int
-	mu         sync.Mutex // guards m, held and asked
-	m          map[string]*glossEntry
-	held       int // the bytes of m's entries (see glossEntry.size)
-	// asked counts the searches for each word not kept, up to askedMax words.
-	asked map[string]uint32
+	// min, limit and age are glossMin, glossBytes a tool and glossAge but in tests, which
+	// change them.
+	min, limit, age int
+	mu              sync.Mutex // guards the rest
+	m               map[string]*glossEntry
+	held            int // the bytes of m's entries (see glossEntry.size)
+	// asked counts the searches for each word not kept, and remembers the size a word
+	// needed if it did not fit; at most askedMax words, those asked for least forgotten first.
+	asked    map[string]*askedWord
+	searches int // for heavy words since the counts were last halved
+	merges   int // words merged, for tests
 }
 
 // glossEntry is one kept word.
 type glossEntry struct {
 	m    *merged
 	size int    // its bytes: the key, the shares and runs, the map entry's
-	uses uint32 // searches for it, halved by each replacement
+	uses uint32 // searches for it, halved every glossAge searches
 }
 
-// askedMax bounds glossCache.asked: past it, the counts start over.
+// askedWord is one word searched for and not kept.
+type askedWord struct {
+	n    uint32 // searches for it, halved as uses are
+	size int    // the bytes it needed when it did not fit, or 0
+}
+
+// askedMax bounds glossCache.asked.
 const askedMax = 4096
 
 // glossShares returns each doc's share of a Chinese word through its English, merged as
@@ -57,28 +72,36 @@ func (ix *Index) glossShares(sc *scratch, exps []weighted) *merged {
 	if len(exps) < 2 {
 		return nil
 	}
-	n, most := 0, 0
+	n := 0
 	for _, e := range exps {
-		l := len(ix.terms[e.term].postings)
-		n, most = n+l, max(most, l)
+		n += len(ix.terms[e.term].postings)
 	}
 	if n < c.min {
 		return nil
 	}
 	key := glossKey(exps)
 	c.mu.Lock()
+	c.tick()
 	if e := c.m[string(key)]; e != nil {
 		e.uses++
 		c.mu.Unlock()
 		return e.m
 	}
-	if c.asked == nil || len(c.asked) >= askedMax {
-		c.asked = map[string]uint32{}
+	a := c.asked[string(key)]
+	if a == nil {
+		if len(c.asked) >= askedMax {
+			c.forgetAsked()
+		}
+		if c.asked == nil {
+			c.asked = map[string]*askedWord{}
+		}
+		a = &askedWord{}
+		c.asked[string(key)] = a
 	}
-	c.asked[string(key)]++
-	asked := c.asked[string(key)]
-	// Whether it may fit, at the least it can take, before merging it.
-	ok := asked >= 2 && c.makeRoom(entrySize(len(key), most, 1), asked, false)
+	a.n++
+	asked := a.n
+	// Before merging, whether it may fit: at the size it needed before, if it did not.
+	ok := asked >= 2 && c.makeRoom(max(a.size, entrySize(len(key), 0, 0)), asked, false)
 	c.mu.Unlock()
 	if !ok {
 		return nil
@@ -87,10 +110,14 @@ func (ix *Index) glossShares(sc *scratch, exps []weighted) *merged {
 	e := &glossEntry{m: m, size: entrySize(len(key), len(m.docs), cap(m.runs)), uses: asked}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.merges++
 	if old := c.m[string(key)]; old != nil { // merged meanwhile by another search
 		return old.m
 	}
 	if !c.makeRoom(e.size, asked, true) {
+		if a := c.asked[string(key)]; a != nil {
+			a.size = e.size
+		}
 		return m // for this search only
 	}
 	if c.m == nil {
@@ -100,6 +127,38 @@ func (ix *Index) glossShares(sc *scratch, exps []weighted) *merged {
 	c.held += e.size
 	delete(c.asked, string(key))
 	return m
+}
+
+// tick counts a search for a heavy word, and every age searches halves every count.
+func (c *glossCache) tick() {
+	if c.searches++; c.searches < c.age {
+		return
+	}
+	c.searches = 0
+	for _, e := range c.m {
+		e.uses /= 2
+	}
+	for k, a := range c.asked {
+		if a.n /= 2; a.n == 0 {
+			delete(c.asked, k)
+		}
+	}
+}
+
+// forgetAsked forgets the words asked for least, half of them at least, to make room in
+// asked.
+func (c *glossCache) forgetAsked() {
+	ns := make([]uint32, 0, len(c.asked))
+	for _, a := range c.asked {
+		ns = append(ns, a.n)
+	}
+	slices.Sort(ns)
+	median := ns[len(ns)/2]
+	for k, a := range c.asked {
+		if a.n <= median {
+			delete(c.asked, k)
+		}
+	}
 }
 
 // glossKey returns the key of a word with expansions exps: each index term, with its
@@ -119,41 +178,37 @@ func entrySize(k, d, r int) int {
 	return k + 12*d + 16*r + overhead
 }
 
-// makeRoom reports whether size more bytes fit once the least used words kept, each used
-// less often than asked, are forgotten; and if forget, forgets them. It forgets nothing if
-// size cannot fit.
+// makeRoom reports whether size more bytes fit once words kept that were used less often
+// than asked are forgotten, least used first; and if forget, forgets them. It forgets
+// nothing if size cannot fit.
 func (c *glossCache) makeRoom(size int, asked uint32, forget bool) bool {
 	if c.held+size <= c.limit {
 		return true
 	}
-	if size > c.limit {
-		return false
+	type candidate struct {
+		key  string
+		uses uint32
+		size int
 	}
-	// Least used first: a search that gets here is rare, and the entries a few hundred.
-	free := 0
-	var gone []string
-	for c.held-free+size > c.limit {
-		least, k := uint32(math.MaxUint32), ""
-		for key, e := range c.m {
-			if e.uses < least && !slices.Contains(gone, key) {
-				least, k = e.uses, key
-			}
+	var less []candidate
+	for k, e := range c.m {
+		if e.uses < asked {
+			less = append(less, candidate{k, e.uses, e.size})
 		}
-		if k == "" || least >= asked {
+	}
+	slices.SortFunc(less, func(a, b candidate) int { return cmp.Compare(a.uses, b.uses) })
+	free, i := 0, 0
+	for ; c.held-free+size > c.limit; i++ {
+		if i == len(less) {
 			return false
 		}
-		gone = append(gone, k)
-		free += c.m[k].size
+		free += less[i].size
 	}
-	if !forget {
-		return true
-	}
-	for _, k := range gone {
-		delete(c.m, k)
-	}
-	c.held -= free
-	for _, e := range c.m {
-		e.uses /= 2
+	if forget {
+		for _, cd := range less[:i] {
+			delete(c.m, cd.key)
+		}
+		c.held -= free
 	}
 	return true
 }

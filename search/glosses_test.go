@@ -3,13 +3,15 @@ package search
 import (
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 )
 
 // TestGlossCacheReplaces fills the cache of merged Chinese words and holds it to its
 // policy: a word is kept the second time it is searched for while there is room; when the
-// cache is full, only a word asked for more often than the least used one kept replaces it,
-// and every word kept then counts half its uses.
+// cache is full, only a word asked for more often than the least used one kept replaces
+// it; a word that did not fit is not merged again while it cannot; and every glossAge
+// searches, each count is halved, so that a stale word gives way.
 func TestGlossCacheReplaces(t *testing.T) {
 	loadCJK(t)
 	ix := NewIndex(pooled(t, 10000))
@@ -31,9 +33,13 @@ func TestGlossCacheReplaces(t *testing.T) {
 		}
 	}
 	kept := func(name string) *glossEntry { return c.m[key[name]] }
+	reset := func(limit, age int) {
+		c.m, c.held, c.asked, c.searches, c.merges = nil, 0, nil, 0, 0
+		c.limit, c.age = limit, age
+	}
 
 	// Their sizes, with room for all.
-	c.limit = math.MaxInt
+	reset(math.MaxInt, math.MaxInt)
 	search("a", "b", "c")
 	if len(c.m) != 0 {
 		t.Fatalf("after one search each, %d words kept", len(c.m))
@@ -47,30 +53,92 @@ func TestGlossCacheReplaces(t *testing.T) {
 		size[name] = kept(name).size
 	}
 
-	c.m, c.held, c.asked = nil, 0, nil
-	c.limit = size["a"] + max(size["b"], size["c"])
+	reset(size["a"]+max(size["b"], size["c"]), math.MaxInt)
 	search("a", "a", "b", "b", "a") // a kept with 3 uses, b with 2
 	if kept("a") == nil || kept("b") == nil || kept("a").uses != 3 || kept("b").uses != 2 {
 		t.Fatalf("a and b: %+v, %+v", kept("a"), kept("b"))
 	}
 	search("c", "c") // asked for twice, as often as b was: the cache keeps b
-	if kept("c") != nil || kept("b") == nil {
-		t.Fatalf("after c twice: c %+v, b %+v", kept("c"), kept("b"))
+	if kept("c") != nil || kept("b") == nil || c.merges != 2 {
+		t.Fatalf("after c twice: c %+v, b %+v, %d merges", kept("c"), kept("b"), c.merges)
 	}
 	search("c") // a third time: c replaces b
-	if kept("c") == nil || kept("b") != nil {
-		t.Fatalf("after c three times: c %+v, b %+v", kept("c"), kept("b"))
-	}
-	if kept("a").uses != 1 || kept("c").uses != 3 {
-		t.Errorf("uses after the replacement: a %d, want 1 (3 halved); c %d, want 3", kept("a").uses, kept("c").uses)
+	if kept("c") == nil || kept("b") != nil || kept("a").uses != 3 || kept("c").uses != 3 {
+		t.Fatalf("after c three times: a %+v, b %+v, c %+v", kept("a"), kept("b"), kept("c"))
 	}
 	if c.held != size["a"]+size["c"] || c.held > c.limit {
 		t.Errorf("the cache holds %d bytes, want %d, limit %d", c.held, size["a"]+size["c"], c.limit)
 	}
-	// b starts over: asked once since it was forgotten, it is not merged.
-	search("b")
-	if kept("b") != nil {
-		t.Errorf("b kept again after one search")
+	search("b") // asked once since it was forgotten: not merged
+	if kept("b") != nil || c.merges != 3 {
+		t.Errorf("b after one search: %+v, %d merges", kept("b"), c.merges)
+	}
+
+	// A word larger than the cache is merged once, found too large, and then not merged.
+	reset(size["a"]-1, math.MaxInt)
+	search("a", "a", "a", "a", "a")
+	if len(c.m) != 0 || c.merges != 1 {
+		t.Errorf("a larger than the cache: %d kept, %d merges, want 0 and 1", len(c.m), c.merges)
+	}
+
+	// A stale word asked for a thousand times gives way as the counts halve.
+	for _, age := range []int{math.MaxInt, 4} {
+		reset(max(size["a"], size["b"]), age)
+		search("a", "a")
+		kept("a").uses = 1000
+		for i := 0; i < 60 && kept("b") == nil; i++ {
+			search("b")
+		}
+		if got, want := kept("b") != nil, age == 4; got != want {
+			t.Errorf("counts halved every %d searches: b kept %v after 60 searches, want %v", age, got, want)
+		}
+	}
+}
+
+// TestMakeRoom holds makeRoom to forgetting the least used words first, only those used
+// less often than the word asked for, and nothing when that is not enough.
+func TestMakeRoom(t *testing.T) {
+	fill := func() *glossCache {
+		c := &glossCache{limit: 300, m: map[string]*glossEntry{
+			"k1": {uses: 1, size: 100}, "k2": {uses: 2, size: 100}, "k5": {uses: 5, size: 100},
+		}, held: 300}
+		return c
+	}
+	tests := []struct {
+		size  int
+		asked uint32
+		ok    bool
+		left  []string
+	}{
+		{0, 1, true, []string{"k1", "k2", "k5"}},
+		{50, 2, true, []string{"k2", "k5"}},
+		{150, 3, true, []string{"k5"}},
+		{250, 3, false, []string{"k1", "k2", "k5"}}, // k5 is used more often
+		{300, 9, true, nil},
+		{301, 9, false, []string{"k1", "k2", "k5"}},
+		{50, 1, false, []string{"k1", "k2", "k5"}}, // none used less often
+	}
+	for _, tt := range tests {
+		for _, forget := range []bool{false, true} {
+			c := fill()
+			if ok := c.makeRoom(tt.size, tt.asked, forget); ok != tt.ok {
+				t.Errorf("makeRoom(%d, %d, %v) = %v, want %v", tt.size, tt.asked, forget, ok, tt.ok)
+			}
+			left := tt.left
+			if !forget {
+				left = []string{"k1", "k2", "k5"}
+			}
+			var got []string
+			held := 0
+			for k, e := range c.m {
+				got = append(got, k)
+				held += e.size
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, left) || held != c.held {
+				t.Errorf("makeRoom(%d, %d, %v) left %v holding %d (counted %d), want %v", tt.size, tt.asked, forget, got, held, c.held, left)
+			}
+		}
 	}
 }
 

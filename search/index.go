@@ -371,7 +371,7 @@ func NewIndex(docs []Doc) *Index {
 	}
 	sort.Strings(ix.nameWords)
 	ix.mergeShares(&pc)
-	ix.glosses.min, ix.glosses.limit = glossMin, glossBytes*len(ix.docs)
+	ix.glosses.min, ix.glosses.limit, ix.glosses.age = glossMin, glossBytes*len(ix.docs), glossAge
 	return ix
 }
 
