@@ -40,7 +40,8 @@ type glossCache struct {
 	m               map[string]*glossEntry
 	held            int // the bytes of m's entries (see glossEntry.size)
 	// asked counts the searches for each word not kept, and remembers the size a word
-	// needed if it did not fit; at most askedMax words, those asked for least forgotten first.
+	// needed if it did not fit. It holds fewer than 2*age words: each search adds one to the
+	// sum of the counts, each halving halves it, and a word with a count of 0 is forgotten.
 	asked    map[string]*askedWord
 	searches int // for heavy words since the counts were last halved
 	merges   int // words merged, for tests
@@ -58,9 +59,6 @@ type askedWord struct {
 	n    uint32 // searches for it, halved as uses are
 	size int    // the bytes it needed when it did not fit, or 0
 }
-
-// askedMax bounds glossCache.asked.
-const askedMax = 4096
 
 // glossShares returns each doc's share of a Chinese word through its English, merged as
 // mergeShares merges an index term's, if its expansions have glossMin postings or more and
@@ -89,9 +87,6 @@ func (ix *Index) glossShares(sc *scratch, exps []weighted) *merged {
 	}
 	a := c.asked[string(key)]
 	if a == nil {
-		if len(c.asked) >= askedMax {
-			c.forgetAsked()
-		}
 		if c.asked == nil {
 			c.asked = map[string]*askedWord{}
 		}
@@ -114,8 +109,12 @@ func (ix *Index) glossShares(sc *scratch, exps []weighted) *merged {
 	if old := c.m[string(key)]; old != nil { // merged meanwhile by another search
 		return old.m
 	}
-	if !c.makeRoom(e.size, asked, true) {
-		if a := c.asked[string(key)]; a != nil {
+	a = c.asked[string(key)] // the counts may have been halved meanwhile
+	if a != nil {
+		e.uses = a.n
+	}
+	if !c.makeRoom(e.size, e.uses, true) {
+		if a != nil {
 			a.size = e.size
 		}
 		return m // for this search only
@@ -140,22 +139,6 @@ func (c *glossCache) tick() {
 	}
 	for k, a := range c.asked {
 		if a.n /= 2; a.n == 0 {
-			delete(c.asked, k)
-		}
-	}
-}
-
-// forgetAsked forgets the words asked for least, half of them at least, to make room in
-// asked.
-func (c *glossCache) forgetAsked() {
-	ns := make([]uint32, 0, len(c.asked))
-	for _, a := range c.asked {
-		ns = append(ns, a.n)
-	}
-	slices.Sort(ns)
-	median := ns[len(ns)/2]
-	for k, a := range c.asked {
-		if a.n <= median {
 			delete(c.asked, k)
 		}
 	}

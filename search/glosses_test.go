@@ -81,6 +81,41 @@ func TestGlossCacheReplaces(t *testing.T) {
 		t.Errorf("a larger than the cache: %d kept, %d merges, want 0 and 1", len(c.m), c.merges)
 	}
 
+	// A word that did not fit, once merged, is not merged again while the room it needs
+	// cannot be made: here the least used word kept is smaller than it.
+	names := []string{"a", "b", "c"}
+	slices.SortFunc(names, func(x, y string) int { return size[x] - size[y] })
+	small, mid, big := names[0], names[1], names[2]
+	if size[small] == size[big] {
+		t.Fatalf("sizes %v: no word larger than another", size)
+	}
+	reset(size[small]+size[mid], math.MaxInt)
+	search(mid, mid, mid, small, small)
+	kept(small).uses = 1
+	search(big, big) // may replace small, whose room it takes to be enough: merged, too large
+	if kept(big) != nil || kept(small) == nil || c.merges != 3 {
+		t.Fatalf("%s twice: %+v kept, %s %+v, %d merges, want 3", big, kept(big), small, kept(small), c.merges)
+	}
+	search(big) // a third time: mid, used three times, still may not go
+	if c.merges != 3 {
+		t.Errorf("%s merged again (%d merges) while it cannot be kept", big, c.merges)
+	}
+	search(big) // a fourth: both may go, and do
+	if kept(big) == nil || kept(small) != nil || kept(mid) != nil || c.merges != 4 {
+		t.Errorf("%s four times: kept %v, %s %v, %s %v, %d merges", big, kept(big) != nil, small, kept(small) != nil, mid, kept(mid) != nil, c.merges)
+	}
+
+	// The counts of words not kept halve too, and a word asked for no more is forgotten.
+	reset(0, 4)
+	search("c", "c", "c", "a") // the fourth search halves c's 3
+	if a := c.asked[key["c"]]; a == nil || a.n != 1 {
+		t.Fatalf("c after its counts halved: %+v, want 1", a)
+	}
+	search("a", "a", "a", "a")
+	if a := c.asked[key["c"]]; a != nil {
+		t.Errorf("c still counted after two halvings: %+v", a)
+	}
+
 	// A stale word asked for a thousand times gives way as the counts halve.
 	for _, age := range []int{math.MaxInt, 4} {
 		reset(max(size["a"], size["b"]), age)
@@ -113,6 +148,7 @@ func TestMakeRoom(t *testing.T) {
 		{0, 1, true, []string{"k1", "k2", "k5"}},
 		{50, 2, true, []string{"k2", "k5"}},
 		{150, 3, true, []string{"k5"}},
+		{50, 9, true, []string{"k2", "k5"}},         // the least used first
 		{250, 3, false, []string{"k1", "k2", "k5"}}, // k5 is used more often
 		{300, 9, true, nil},
 		{301, 9, false, []string{"k1", "k2", "k5"}},
