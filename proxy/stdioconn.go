@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -477,14 +478,15 @@ func (c *stdioConn) SetProtocolVersion(v string) { c.version.Store(v) }
 // quick reports whether a request, line, is one toolsift answers from memory, waiting on
 // nothing but the CPU: a ping, a tools/list, or a tool_search that neither holds its result
 // for the client's re-list, nor asks its model, nor ranks through an embeddings API, once
-// the servers have started. Only a tools/call's line is decoded again, for its tool's name:
+// the servers have started. Only a tools/call's line that names tool_search is decoded again:
 // keeping every message's params from the first decoding would copy them all.
 func (s *Server) quick(ctx context.Context, method string, line []byte) bool {
 	switch method {
 	case "ping", "tools/list":
 		return true
 	case "tools/call":
-		if s.opts.Embeddings != nil {
+		// Most calls are upstream tools': their lines, arguments and all, need no decoding.
+		if s.opts.Embeddings != nil || !bytes.Contains(line, []byte(SearchTool)) {
 			return false
 		}
 		var m struct {

@@ -160,7 +160,8 @@ func BenchmarkSearchLatency(b *testing.B) {
 // cjk's BenchmarkLoad measures that. The heavy words' English is merged the second time a
 // word is searched for and kept (see glossShares); the -new runs forget every word before
 // each search, as if each were new, and the -merge runs all but their having been searched
-// for once, so that each search merges its heavy words.
+// for once, so that each search merges its heavy words. The others report the words the
+// cache keeps, and its bytes per tool.
 func BenchmarkSearchChinese(b *testing.B) {
 	loadCJK(b)
 	cases, err := LoadCases("../bench/zh.yaml")
@@ -188,6 +189,10 @@ func BenchmarkSearchChinese(b *testing.B) {
 						}
 						ix.Search(q, 5)
 						i++
+					}
+					if run == "" { // what the cache holds once every request has come
+						b.ReportMetric(float64(len(ix.glosses.m)), "words-kept")
+						b.ReportMetric(float64(ix.glosses.held)/float64(n), "cache-B/tool")
 					}
 				})
 			}

@@ -378,24 +378,47 @@ func NewIndex(docs []Doc) *Index {
 // appendRuns appends to runs those of a posting list of n docs, at(i) giving the i-th's id
 // and value.
 func (ix *Index) appendRuns(runs []run, n int, at func(int) (int32, float64)) []run {
-	var top [3]float64 // of the run's values
+	b := runBuilder{serverOf: ix.serverOf, runs: runs}
 	for i := range n {
-		d, v := at(i)
-		if s := ix.serverOf[d]; i == 0 || s != runs[len(runs)-1].server {
-			if i > 0 {
-				runs[len(runs)-1].top3 = roundUp(top[0] + top[1] + top[2])
-			}
-			runs = append(runs, run{server: s, start: int32(i)})
-			top = [3]float64{}
-		}
-		r := &runs[len(runs)-1]
-		r.max = max(r.max, roundUp(v))
-		top3(&top, v)
+		b.add(at(i))
 	}
-	if n > 0 {
-		runs[len(runs)-1].top3 = roundUp(top[0] + top[1] + top[2])
+	return b.done()
+}
+
+// runBuilder splits a posting list, given doc by doc in order, into runs by server.
+type runBuilder struct {
+	serverOf []int32
+	runs     []run
+	n        int32      // docs given
+	most     float64    // the last run's largest value
+	top      [3]float64 // and its three largest
+}
+
+// add takes the next doc, d, of value v.
+func (b *runBuilder) add(d int32, v float64) {
+	if s := b.serverOf[d]; b.n == 0 || s != b.runs[len(b.runs)-1].server {
+		b.end()
+		b.runs = append(b.runs, run{server: s, start: b.n})
 	}
-	return runs
+	b.n++
+	b.most = max(b.most, v)
+	top3(&b.top, v)
+}
+
+// end closes the last run, if any docs were given: roundUp is monotonic, so rounding the
+// largest value once gives the largest of the rounded values.
+func (b *runBuilder) end() {
+	if b.n > 0 {
+		r := &b.runs[len(b.runs)-1]
+		r.max, r.top3 = roundUp(b.most), roundUp(b.top[0]+b.top[1]+b.top[2])
+	}
+	b.most, b.top = 0, [3]float64{}
+}
+
+// done closes the last run and returns the runs.
+func (b *runBuilder) done() []run {
+	b.end()
+	return b.runs
 }
 
 // mergeShares computes, for each term that as a query term matches other terms too

@@ -39,6 +39,12 @@ type weighted struct {
 	runs []run
 }
 
+// qterm returns a query term scored from m, its merged shares.
+func (m *merged) qterm(term string) qterm {
+	e := weighted{term: term, w: 1, docs: m.docs, shares: m.shares, runs: m.runs}
+	return qterm{expansions: []weighted{e}, bound: m.max}
+}
+
 // len returns how many docs e has.
 func (e *weighted) len() int32 {
 	if e.shares != nil {
@@ -73,9 +79,7 @@ func (ix *Index) plan(q Query, sc *scratch) []qterm {
 		if td := ix.terms[term]; td.merged != nil {
 			// Its expansions are those mergeShares merged: an index term's do not depend on
 			// the word as written, which only finds typos of a term the index lacks.
-			m := td.merged
-			e := weighted{term: term, w: 1, docs: m.docs, shares: m.shares, runs: m.runs}
-			plan = append(plan, qterm{expansions: []weighted{e}, bound: td.merged.max})
+			plan = append(plan, td.merged.qterm(term))
 			continue
 		}
 		if t, ok := ix.qterm(ix.termExpansions(term, raws[i]), nil); ok {
@@ -91,8 +95,7 @@ func (ix *Index) plan(q Query, sc *scratch) []qterm {
 		exps := ix.glossExpansions(g)
 		if m := ix.glossShares(sc, exps); m != nil {
 			if len(m.docs) > 0 {
-				e := weighted{term: g.text, w: 1, docs: m.docs, shares: m.shares, runs: m.runs}
-				plan = append(plan, qterm{expansions: []weighted{e}, bound: m.max})
+				plan = append(plan, m.qterm(g.text))
 			}
 			continue
 		}

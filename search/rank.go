@@ -119,33 +119,20 @@ func (ix *Index) merge(sc *scratch, exps []weighted, skip []bool) *merged {
 	for _, d := range sc.termDocs {
 		sc.bits[d/64] |= 1 << (d % 64)
 	}
-	// Runs as appendRuns makes them, but inline: it costs a call per doc.
 	m := &merged{docs: make([]int32, 0, len(sc.termDocs)), shares: make([]float64, 0, len(sc.termDocs))}
-	var most float64
-	var top [3]float64
-	end := func() {
-		if len(m.runs) > 0 {
-			r := &m.runs[len(m.runs)-1]
-			r.max, r.top3 = roundUp(most), roundUp(top[0]+top[1]+top[2])
-		}
-	}
+	b := runBuilder{serverOf: ix.serverOf}
 	for i, w := range sc.bits {
 		for ; w != 0; w &= w - 1 {
 			d := int32(i*64 + bits.TrailingZeros64(w))
 			a := &sc.acc[d]
 			v := share(a.best, a.total)
-			if len(m.runs) == 0 || ix.serverOf[d] != m.runs[len(m.runs)-1].server {
-				end()
-				m.runs = append(m.runs, run{server: ix.serverOf[d], start: int32(len(m.docs))})
-				most, top = 0, [3]float64{}
-			}
 			m.docs, m.shares = append(m.docs, d), append(m.shares, v)
-			m.max, most = max(m.max, v), max(most, v)
-			top3(&top, v)
+			m.max = max(m.max, v)
+			b.add(d, v)
 		}
 		sc.bits[i] = 0
 	}
-	end()
+	m.runs = b.done()
 	sc.termDocs = sc.termDocs[:0]
 	return m
 }

@@ -9,12 +9,6 @@ import (
 	"time"
 )
 
-// usage is what a process has used so far, all its threads told.
-type usage struct {
-	cpu    time.Duration // user and system time, to the kernel's clock tick (10 ms)
-	faults int64         // minor page faults: first touches of memory
-}
-
 // processUsage returns what process pid has used; false if it cannot be read.
 func processUsage(pid int) (usage, bool) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
