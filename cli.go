@@ -42,6 +42,11 @@ func commands() []command {
 		name: "setup", summary: "point a client at toolsift in place of its servers, keeping a backup; --undo switches back",
 		help: setupUsage, run: noStdin(setupCmd),
 	}, {
+		name: "trust", summary: "approve a folder's toolsift.yaml, so that toolsift runs its servers there",
+		help: trustUsage, run: func(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
+			return trustCmd(args, stdout)
+		},
+	}, {
 		name: "status", synopsis: "[--config FILE] [--wait 30s]",
 		summary: "start every server, show each one's state, tools and last error; warms the catalog cache",
 		run:     noStdin(statusCmd),
@@ -93,8 +98,8 @@ func usage() string {
 	}
 	b.WriteString(`
 Run 'toolsift COMMAND --help' for a command's flags. A client starts toolsift as
-'toolsift --config FILE'; without --config it reads ./toolsift.yaml, then
-$XDG_CONFIG_HOME/toolsift/config.yaml (~/.config/toolsift/config.yaml).
+'toolsift --config FILE'; without --config it reads ./toolsift.yaml if you approved it
+(toolsift trust), else $XDG_CONFIG_HOME/toolsift/config.yaml (~/.config/toolsift/config.yaml).
 `)
 	return b.String()
 }

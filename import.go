@@ -87,7 +87,9 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if err != nil {
 				return fmt.Errorf("%s: %w", f, err)
 			}
-			imp, err := clients.Read(abs, kind, opts)
+			named := opts
+			named.Named = true
+			imp, err := clients.Read(abs, kind, named)
 			if errors.Is(err, clients.ErrUnknownFormat) {
 				return fmt.Errorf("%w; if it is one, say which client's with --client NAME (%s)", err, kindNames())
 			}

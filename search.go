@@ -77,7 +77,7 @@ func (c *catalogFlags) ranking(ctx context.Context, stderr io.Writer) (ranking, 
 		}
 		return ranking{Ranker: proxy.NewIndex(upstream.NewCatalog(all))}, nil
 	}
-	cfg, err := loadConfig(c.config)
+	cfg, err := loadConfig(c.config, warnTo(stderr))
 	if c.config == "" && err != nil {
 		return ranking{}, fmt.Errorf("%w; or search tools/list JSON files with --tools FILE", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/toolsift/toolsift/config"
@@ -60,7 +59,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: lvl}))
 	slog.SetDefault(log) // mcp-go's transports log through the default logger
 
-	cfg, err := loadConfig(*configFile)
+	cfg, err := loadConfig(*configFile, func(msg string) { log.Warn(msg) })
 	if err != nil {
 		return err
 	}
@@ -132,37 +131,6 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, addr str
 	err = errors.Join(closeStreams(sctx), hs.Shutdown(sctx))
 	<-served
 	return err
-}
-
-// loadConfig loads the configuration file findConfig finds.
-func loadConfig(named string) (*config.Config, error) {
-	file, err := findConfig(named)
-	if err != nil {
-		return nil, err
-	}
-	return config.Load(file, nil)
-}
-
-// findConfig returns the configuration file to use: the one named, or the first that exists
-// of ./toolsift.yaml and $XDG_CONFIG_HOME/toolsift/config.yaml.
-func findConfig(named string) (string, error) {
-	if named != "" {
-		return named, nil
-	}
-	xdg := os.Getenv("XDG_CONFIG_HOME")
-	if xdg == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			xdg = filepath.Join(home, ".config")
-		}
-	}
-	candidates := []string{"toolsift.yaml", filepath.Join(xdg, "toolsift", "config.yaml")}
-	for _, c := range candidates {
-		if _, err := os.Stat(c); err == nil {
-			return c, nil
-		}
-	}
-	return "", fmt.Errorf("no configuration: looked for %s; make one from your MCP clients' servers with: toolsift import -o ~/.config/toolsift/config.yaml (or pass --config FILE)",
-		strings.Join(candidates, " and "))
 }
 
 // newEmbeddings starts the embeddings engine of cfg's search.embeddings, with tool vectors

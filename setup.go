@@ -87,7 +87,7 @@ func setupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return undoSetup(kind, file, opts, *dryRun, stdout, show)
 	}
 
-	cfgFile, err := findConfig(*configFile)
+	cfgFile, err := findConfig(*configFile, warnTo(stderr))
 	if err != nil {
 		return fmt.Errorf("%w; or make one from your clients' servers: toolsift import -o %s", err,
 			show(filepath.Join(cmp.Or(os.Getenv("XDG_CONFIG_HOME"), filepath.Join(home, ".config")), "toolsift", "config.yaml")))

@@ -26,7 +26,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(rest) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q; status takes only flags", errUsage, rest[0])
 	}
-	cfg, err := loadConfig(*configFile)
+	cfg, err := loadConfig(*configFile, warnTo(stderr))
 	if err != nil {
 		return err
 	}

@@ -152,6 +152,10 @@ type Options struct {
 	// Dir is the directory the import runs in: it picks the project whose local servers
 	// ~/.claude.json holds, and stands in for ${workspaceFolder} in user-level files.
 	Dir string
+	// Named says the user named the file to read: a project's servers that its client has
+	// not approved yet are imported enabled, since naming the file is approving it. A
+	// server the client disabled stays disabled either way.
+	Named bool
 }
 
 // ErrUnknownFormat means a file is none of the formats this package reads.

@@ -619,3 +619,55 @@ func TestDefaultFile(t *testing.T) {
 		t.Errorf("DefaultFile(vscode) = %q, want the existing user file %q", got, user)
 	}
 }
+
+// TestClaudeApprovals: a project's .mcp.json server is imported enabled only if Claude Code
+// would start it: approved one by one or all at once, and not disabled anywhere.
+func TestClaudeApprovals(t *testing.T) {
+	tests := []struct {
+		name     string
+		home     map[string]string // files under the home directory
+		project  map[string]string // files under the project
+		named    bool              // the user named the file to import
+		disabled bool
+	}{
+		{"nothing recorded: pending approval", nil, nil, false, true},
+		{"nothing recorded, but the file was named", nil, nil, true, false},
+		{"disabled, and the file was named", nil, map[string]string{".claude/settings.local.json": `{"disabledMcpjsonServers": ["db"]}`}, true, true},
+		{"approved in local settings", nil, map[string]string{".claude/settings.local.json": `{"enabledMcpjsonServers": ["db"]}`}, false, false},
+		{"approved in ~/.claude.json's project", map[string]string{".claude.json": `{"projects": {"PROJECT": {"enabledMcpjsonServers": ["db"]}}}`}, nil, false, false},
+		{"another project's approval", map[string]string{".claude.json": `{"projects": {"/elsewhere": {"enabledMcpjsonServers": ["db"]}}}`}, nil, false, true},
+		{"all approved in user settings", map[string]string{".claude/settings.json": `{"enableAllProjectMcpServers": true}`}, nil, false, false},
+		{"all approved, but this one disabled", map[string]string{".claude/settings.json": `{"enableAllProjectMcpServers": true}`},
+			map[string]string{".claude/settings.json": `{"disabledMcpjsonServers": ["db"]}`}, false, true},
+		{"approved and disabled: disabled wins", map[string]string{".claude.json": `{"projects": {"PROJECT": {"enabledMcpjsonServers": ["db"], "disabledMcpjsonServers": ["db"]}}}`}, nil, false, true},
+		{"enableAll written as a string", map[string]string{".claude/settings.json": `{"enableAllProjectMcpServers": "true"}`}, nil, false, true},
+		{"a damaged settings file adds nothing", nil, map[string]string{".claude/settings.local.json": `{"enabledMcpjsonServers": ["db"`}, false, true},
+		{"a name that only differs in case", nil, map[string]string{".claude/settings.local.json": `{"enabledMcpjsonServers": ["DB"]}`}, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home, project := t.TempDir(), t.TempDir()
+			write := func(dir string, files map[string]string) {
+				for name, text := range files {
+					p := filepath.Join(dir, name)
+					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(p, []byte(strings.ReplaceAll(text, "PROJECT", project)), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			write(home, tt.home)
+			write(project, tt.project)
+			write(project, map[string]string{".mcp.json": `{"mcpServers": {"db": {"command": "db-mcp"}}}`})
+			imp, err := Read(filepath.Join(project, ".mcp.json"), "", Options{Home: home, Dir: project, Named: tt.named})
+			if err != nil || len(imp.Servers) != 1 {
+				t.Fatalf("Read = %+v, %v", imp.Servers, err)
+			}
+			if got := imp.Servers[0].Disabled; got != tt.disabled {
+				t.Errorf("disabled = %v, want %v (notes %q)", got, tt.disabled, imp.Servers[0].Notes)
+			}
+		})
+	}
+}

@@ -58,7 +58,8 @@ func TestMain(m *testing.M) {
 // that no test sees another's cached catalogs.
 func isolatedEnv(t testing.TB) []string {
 	// GORACE: the race-enabled binaries would otherwise sleep a second before exiting.
-	return append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
+	// XDG_STATE_HOME: approvals and setup's records are the test's own too.
+	return append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "XDG_STATE_HOME="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
 }
 
 // npmServer returns the path of a pinned npm server's executable, failing the test (not
