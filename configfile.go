@@ -57,7 +57,7 @@ func findConfig(named string, warn func(string)) (string, error) {
 	user := userConfig()
 	_, userErr := os.Stat(user)
 	unapproved := ""
-	if data, err := os.ReadFile(localConfig); err == nil {
+	if data, err := config.Read(localConfig); err == nil {
 		ok, why := approved(localConfig, data)
 		if ok {
 			return localConfig, nil
@@ -65,7 +65,7 @@ func findConfig(named string, warn func(string)) (string, error) {
 		abs, _ := filepath.Abs(localConfig)
 		unapproved = fmt.Sprintf("%s is in this folder but not approved, so toolsift does not run its servers%s: review it, then run toolsift trust (or pass --config %s)", abs, why, localConfig)
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("reading %s: %w", localConfig, err)
+		return "", err
 	}
 	if userErr == nil {
 		if unapproved != "" {
@@ -144,9 +144,9 @@ func trustCmd(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "Withdrew the approval of %s: toolsift no longer runs it unless named with --config.\n", abs)
 		return nil
 	}
-	data, err := os.ReadFile(abs)
+	data, err := config.Read(abs)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", file, err)
+		return err
 	}
 	// A variable not set here is shown as written: what matters is what the file runs.
 	cfg, err := config.Parse(abs, data, func(name string) (string, bool) {

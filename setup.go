@@ -183,9 +183,9 @@ type checkedConfig struct {
 // environment the client starts toolsift in, not this shell's, so a variable unset here
 // does not fail the check; it is reported.
 func checkConfig(file string) (checkedConfig, error) {
-	data, err := os.ReadFile(file)
+	data, err := config.Read(file)
 	if err != nil {
-		return checkedConfig{}, fmt.Errorf("reading config: %w", err)
+		return checkedConfig{}, err
 	}
 	var c checkedConfig
 	c.cfg, err = config.Parse(file, data, func(name string) (string, bool) {

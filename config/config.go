@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path"
@@ -155,11 +156,32 @@ func matchAny(patterns []string, name string) bool {
 // Load reads and validates the configuration file at file. getenv resolves ${VAR}
 // references; nil means os.LookupEnv.
 func Load(file string, getenv func(string) (string, bool)) (*Config, error) {
-	data, err := os.ReadFile(file)
+	data, err := Read(file)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(file, data, getenv)
+}
+
+// MaxBytes bounds a configuration file. A real one is a few kilobytes; the bound keeps a
+// wrong path (a device, a log) from being read without end.
+const MaxBytes = 4 << 20
+
+// Read returns the content of the configuration file at file, refusing one over MaxBytes.
+func Read(file string) ([]byte, error) {
+	f, err := os.Open(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
-	return Parse(file, data, getenv)
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading config %s: %w", file, err)
+	}
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("reading config: %s is over %d MiB, and a configuration is a few kilobytes: is it the right file?", file, MaxBytes>>20)
+	}
+	return data, nil
 }
 
 // Parse validates configuration text; file only names it in errors.
@@ -242,6 +264,9 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 		nodes := map[string]*yaml.Node{}
 		p.set = map[string]bool{}
 		p.fields(servers, "mcpServers", func(name string, v *yaml.Node, at string) {
+			if name == "" {
+				p.errorf(v, "mcpServers", `a server's name is empty: name it, as in github: or "my-server":`)
+			}
 			nodes[name] = v
 			cfg.Servers = append(cfg.Servers, p.server(name, v, at))
 		})
@@ -535,14 +560,18 @@ func (p *parser) strMap(n *yaml.Node, at string) map[string]string {
 	return out
 }
 
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+// envRef matches ${VAR}, ${VAR:-default}, and $${, which stands for a literal ${.
+var envRef = regexp.MustCompile(`\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
-// expand replaces ${VAR} and ${VAR:-default} in s.
+// expand replaces ${VAR} and ${VAR:-default} in s, and $${ with ${.
 func (p *parser) expand(n *yaml.Node, at, s string) string {
 	if !strings.Contains(s, "${") {
 		return s
 	}
 	return envRef.ReplaceAllStringFunc(s, func(ref string) string {
+		if ref == "$${" {
+			return "${"
+		}
 		m := envRef.FindStringSubmatch(ref)
 		if v, ok := p.getenv(m[1]); ok && (v != "" || m[2] == "") {
 			return v

@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -144,6 +145,7 @@ func TestParseErrors(t *testing.T) {
 		{"top lazyStart a list", "lazyStart: [a]\nmcpServers: {}\n", []string{"c.yaml:1: lazyStart: want true or false, got a list"}},
 		{"startupTimeout zero", "mcpServers:\n  a:\n    command: x\n    startupTimeout: 0s\n", []string{"mcpServers.a.startupTimeout: \"0s\" is not a positive duration"}},
 		{"top idleTimeout number", "idleTimeout: 30\nmcpServers: {}\n", []string{"idleTimeout: \"30\" is not a positive duration"}},
+		{"empty server name", "mcpServers:\n  \"\":\n    command: x\n", []string{"c.yaml:3: mcpServers: a server's name is empty"}},
 		{"two errors at once", "mcpServers:\n  a:\n    command: x\n    bogus: 1\n  b:\n    url: nope\n", []string{"mcpServers.a.bogus", "mcpServers.b.url"}},
 	}
 	for _, tt := range tests {
@@ -385,5 +387,44 @@ func TestSearchSettings(t *testing.T) {
 	_, err := Parse("c.yaml", []byte("search:\n  embeddings:\n    ulr: http://x/v1\n    model: m\nmcpServers: {}\n"), vars)
 	if err == nil || !strings.Contains(err.Error(), "did you mean url?") || strings.Contains(err.Error(), "missing") {
 		t.Errorf("a typo of url: %v", err)
+	}
+}
+
+func TestExpandEscape(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"$${HOME}", "${HOME}"},
+		{"a$${b}c", "a${b}c"},
+		{"${V}$${V}", "val${V}"},
+		{"$$${V}", "$${V}"}, // $$ then ${V}: only $${ is an escape
+		{"$${", "${"},
+		{"$$", "$$"},
+		{"${V:-$${x}}", "val}"}, // a default ends at the first }: the escape is not nested
+	}
+	for _, tt := range tests {
+		src := "mcpServers:\n  a:\n    command: x\n    env: {E: '" + tt.in + "'}\n"
+		cfg, err := Parse("c.yaml", []byte(src), env(map[string]string{"V": "val"}))
+		if err != nil {
+			t.Errorf("%q: %v", tt.in, err)
+			continue
+		}
+		if got := cfg.Servers[0].Env["E"]; got != tt.want {
+			t.Errorf("expand(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestReadTooLarge(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(big, make([]byte, MaxBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{big, "/dev/zero"} {
+		if _, err := os.Stat(file); err != nil {
+			continue
+		}
+		_, err := Load(file, nil)
+		if err == nil || !strings.Contains(err.Error(), "is it the right file?") {
+			t.Errorf("Load(%s) = %v, want an error asking whether it is the right file", file, err)
+		}
 	}
 }

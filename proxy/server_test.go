@@ -524,6 +524,41 @@ func TestDirectoryListsServersWithKnownTools(t *testing.T) {
 	}
 }
 
+// TestDirectoryIsBounded: with thousands of servers, tool_search's description (part of
+// every model request) stays within a few kilobytes: summaries while they fit, then names,
+// then a count; the first servers are always named.
+func TestDirectoryIsBounded(t *testing.T) {
+	for _, n := range []int{1, 40, 200, 10000} {
+		var statuses []upstream.Status
+		for i := range n {
+			statuses = append(statuses, upstream.Status{Name: fmt.Sprintf("server-%05d", i), State: upstream.StateConnected, Tools: 12,
+				Summary: "Reads and writes the records of a service that has a long description " + strings.Repeat("x", 100)})
+		}
+		statuses = append(statuses, upstream.Status{Name: "down", State: upstream.StateFailed})
+		desc := searchToolDef(statuses).Description
+		if len(desc) > 8000 {
+			t.Errorf("%d servers: description is %d bytes, want at most 8000", n, len(desc))
+		}
+		if !strings.Contains(desc, "- server-00000 (12 tools): Reads") {
+			t.Errorf("%d servers: the first server is not listed with its summary:\n%.300s", n, desc)
+		}
+		listed := strings.Count(desc, "server-")
+		more := 0
+		if i := strings.Index(desc, "- and "); i >= 0 {
+			fmt.Sscanf(desc[i:], "- and %d more servers", &more)
+		}
+		if listed+more != n {
+			t.Errorf("%d servers: %d named and %d counted", n, listed, more)
+		}
+		if n <= 40 && more > 0 {
+			t.Errorf("%d servers: %d left out, want all named", n, more)
+		}
+		if !strings.Contains(desc, "down (failed)") && !strings.Contains(desc, "and 1 more servers") {
+			t.Errorf("%d servers: the unavailable server is neither named nor counted", n)
+		}
+	}
+}
+
 // TestMetaToolNamesAreReserved: upstream tools are kept off the meta-tools' names.
 func TestMetaToolNamesAreReserved(t *testing.T) {
 	for _, name := range []string{SearchTool, CallTool} {

@@ -48,7 +48,7 @@ func searchToolDef(statuses []upstream.Status) mcp.Tool {
 		"Query with keywords (\"create issue\", \"send message\"), +word to require a word, server:NAME for one server, select:name1,name2 for tools you know by name, or group:NAME for every tool of a server or group. " +
 		"Matches come back with their input schemas; call them at once through call_tool, or from your tool list once they appear there. " +
 		"If nothing fits, search again with other words.")
-	var up, down []string
+	var up, down []upstream.Status
 	for _, st := range statuses {
 		switch {
 		case st.State == upstream.StateDisabled:
@@ -56,20 +56,25 @@ func searchToolDef(statuses []upstream.Status) mcp.Tool {
 			// A server whose tools are known, from the cache or from before it crashed, is
 			// listed: a call waits for it to start. This text is part of every prompt, so it
 			// must not change while servers start and restart.
-			line := fmt.Sprintf("- %s (%d tools)", st.Name, st.Tools)
-			if st.Summary != "" {
-				line += ": " + FirstLine(st.Summary, 160)
-			}
-			up = append(up, line)
+			up = append(up, st)
 		default:
-			down = append(down, fmt.Sprintf("- %s (%s)", st.Name, st.State))
+			down = append(down, st)
 		}
 	}
+	var d directory
 	if len(up) > 0 {
-		b.WriteString("\n\nServers:\n" + strings.Join(up, "\n"))
+		b.WriteString("\n\nServers:")
+		d.write(&b, up, func(st upstream.Status, full bool) string {
+			line := fmt.Sprintf("%s (%d tools)", st.Name, st.Tools)
+			if full && st.Summary != "" {
+				line += ": " + FirstLine(st.Summary, 160)
+			}
+			return line
+		})
 	}
 	if len(down) > 0 {
-		b.WriteString("\n\nNot available right now:\n" + strings.Join(down, "\n"))
+		b.WriteString("\n\nNot available right now:")
+		d.write(&b, down, func(st upstream.Status, _ bool) string { return fmt.Sprintf("%s (%s)", st.Name, st.State) })
 	}
 	return mcp.Tool{
 		Name:           SearchTool,
@@ -83,6 +88,44 @@ func searchToolDef(statuses []upstream.Status) mcp.Tool {
 			OpenWorldHint:   boolPtr(false),
 		},
 		Meta: alwaysLoadMeta(nil),
+	}
+}
+
+// directoryBytes bounds the directory of servers in tool_search's description, which is
+// part of every model request: clients cut a description past a few thousand characters
+// (Claude Code at 4,096), and with thousands of servers it would cost more than the tools
+// it hides. Servers are listed with their summaries while those fit in half of it, then by
+// name, then counted.
+const directoryBytes = 6000
+
+// directory writes lists of servers within directoryBytes.
+type directory struct {
+	used int // bytes written
+}
+
+// write appends a list of servers: a line each, with line(st, true), while the lines fit
+// in half the budget; then names on one line, with line(st, false), while they fit; then
+// how many are left out.
+func (d *directory) write(b *strings.Builder, servers []upstream.Status, line func(st upstream.Status, full bool) string) {
+	i := 0
+	for ; i < len(servers); i++ {
+		l := "\n- " + line(servers[i], true)
+		if d.used+len(l) > directoryBytes/2 {
+			break
+		}
+		b.WriteString(l)
+		d.used += len(l)
+	}
+	for sep := "\n- "; i < len(servers); i, sep = i+1, ", " {
+		l := sep + line(servers[i], false)
+		if d.used+len(l) > directoryBytes {
+			break
+		}
+		b.WriteString(l)
+		d.used += len(l)
+	}
+	if left := len(servers) - i; left > 0 {
+		fmt.Fprintf(b, "\n- and %d more servers (search finds their tools too)", left)
 	}
 }
 

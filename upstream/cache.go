@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/toolsift/toolsift/config"
@@ -71,7 +72,57 @@ func saveCache(dir string, srv config.Server, e *cacheEntry) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), cachePath(dir, srv))
+	if err := os.Rename(tmp.Name(), cachePath(dir, srv)); err != nil {
+		return err
+	}
+	pruneCache(dir, srv, time.Now())
+	return nil
+}
+
+// staleAfter is how long an entry of a server's other launch configurations is kept. A
+// rotated token or a changed argument makes a new entry and leaves the old one unused; one
+// still in use, by another configuration that names a server alike, is written at each of
+// its connections and stays fresh.
+const staleAfter = 7 * 24 * time.Hour
+
+// pruneCache removes, beside srv's new entry, the entries of srv's name for other launch
+// configurations that no one has written for staleAfter, and temporary files a crash left.
+func pruneCache(dir string, srv config.Server, now time.Time) {
+	current := filepath.Base(cachePath(dir, srv))
+	prefix := sanitized(srv.Name) + "-"
+	files, _ := os.ReadDir(dir)
+	for _, f := range files {
+		name := f.Name()
+		other := name != current && isCacheEntryOf(name, prefix)
+		orphan := strings.HasPrefix(name, ".entry-")
+		if !other && !orphan {
+			continue
+		}
+		info, err := f.Info()
+		if err != nil {
+			continue
+		}
+		// A temporary file is written in well under an hour.
+		if age := now.Sub(info.ModTime()); other && age > staleAfter || orphan && age > time.Hour {
+			os.Remove(filepath.Join(dir, name))
+		}
+	}
+}
+
+// isCacheEntryOf reports whether a file name is an entry of the server whose names start
+// with prefix: the prefix, 16 hexadecimal digits of cacheKey, and .json. Another server's
+// name may begin with this one's ("git" and "git-lab").
+func isCacheEntryOf(name, prefix string) bool {
+	key, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return false
+	}
+	key, ok = strings.CutSuffix(key, ".json")
+	if !ok || len(key) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(key)
+	return err == nil
 }
 
 // loadCached fills the server's lists from the cache, if it has the server's current launch

@@ -132,3 +132,47 @@ func BenchmarkNewPoolFromCache(b *testing.B) {
 		}
 	}
 }
+
+// TestPruneCache: an entry left by an earlier launch configuration of the same server (a
+// rotated token) is removed once stale; a fresh one, another server's, and one of a server
+// whose name starts alike are kept.
+func TestPruneCache(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	old := now.Add(-staleAfter - time.Hour)
+	srv := config.Server{Name: "git", Command: "x", Env: map[string]string{"TOKEN": "new"}}
+	files := []struct {
+		name string
+		mod  time.Time
+		kept bool
+	}{
+		{"git-0123456789abcdef.json", old, false},                // an old token's
+		{"git-fedcba9876543210.json", now.Add(-time.Hour), true}, // in use elsewhere
+		{"git-lab-0123456789abcdef.json", old, true},             // server git-lab
+		{"github-0123456789abcdef.json", old, true},              // server github
+		{"git-notes.json", old, true},                            // not an entry
+		{".entry-123", now.Add(-2 * time.Hour), false},           // a crash's
+		{".entry-456", now.Add(-time.Minute), true},              // being written
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, f.mod, f.mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := saveCache(dir, srv, &cacheEntry{Server: "git"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		_, err := os.Stat(filepath.Join(dir, f.name))
+		if kept := err == nil; kept != f.kept {
+			t.Errorf("%s: kept = %v, want %v", f.name, kept, f.kept)
+		}
+	}
+	if _, err := loadCache(dir, srv); err != nil {
+		t.Errorf("the new entry: %v", err)
+	}
+}

@@ -39,6 +39,9 @@ type process struct {
 
 // startProcess starts srv's command with its standard error going to stderr.
 func startProcess(srv config.Server, stderr io.Writer) (*process, error) {
+	if err := preflight(srv); err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(srv.Command, srv.Args...)
 	cmd.Env = append(os.Environ(), envList(srv.Env)...)
 	cmd.Dir = srv.Cwd
