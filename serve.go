@@ -3,16 +3,13 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/embedding"
@@ -113,23 +110,13 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, addr str
 	if err != nil {
 		return err
 	}
-	handler, closeStreams := srv.HTTPHandler(proxy.HTTPOptions{
-		Tokens: cfg.Tokens, AllowedOrigins: cfg.AllowedOrigins, SessionIdleTimeout: cfg.SessionIdleTimeout,
-	})
-	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
 	log.Info("serving on http", "url", "http://"+ln.Addr().String()+"/mcp", "auth", len(cfg.Tokens) > 0)
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err = errors.Join(closeStreams(sctx), hs.Shutdown(sctx))
-	<-served
+	err = srv.ServeHTTP(ctx, ln, proxy.HTTPOptions{
+		Tokens: cfg.Tokens, AllowedOrigins: cfg.AllowedOrigins, SessionIdleTimeout: cfg.SessionIdleTimeout,
+		ReadTimeout: cfg.ReadTimeout, MaxConnections: cfg.MaxConnections,
+		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,
+	})
+	log.Info("shut down")
 	return err
 }
 

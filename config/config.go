@@ -65,6 +65,15 @@ type HTTP struct {
 	AllowedOrigins []string
 	// SessionIdleTimeout ends sessions idle this long; zero means 30m.
 	SessionIdleTimeout time.Duration
+	// ReadTimeout bounds reading a request's headers and body, and how long an idle
+	// keep-alive connection is kept; zero means 30s.
+	ReadTimeout time.Duration
+	// MaxConnections bounds open connections; past it the longest idle ones are closed to
+	// make room. Zero means a default below the process's file limit.
+	MaxConnections int
+	// MaxSessions bounds open sessions in total, and MaxSessionsPerToken those opened with
+	// one token; past them a new session gets 503. Zero means 2000 and 500.
+	MaxSessions, MaxSessionsPerToken int
 }
 
 // Server is one upstream MCP server.
@@ -230,6 +239,14 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 			cfg.HTTP.AllowedOrigins = p.strList(val, at)
 		case "sessionIdleTimeout":
 			cfg.HTTP.SessionIdleTimeout = p.duration(val, at)
+		case "readTimeout":
+			cfg.HTTP.ReadTimeout = p.duration(val, at)
+		case "maxConnections":
+			cfg.HTTP.MaxConnections = p.positive(val, at)
+		case "maxSessions":
+			cfg.HTTP.MaxSessions = p.positive(val, at)
+		case "maxSessionsPerToken":
+			cfg.HTTP.MaxSessionsPerToken = p.positive(val, at)
 		case "lazyStart":
 			cfg.Defaults.LazyStart = p.bool(val, at)
 		case "idleTimeout":

@@ -71,7 +71,7 @@ func splitYAMLError(err error) (line int, msg string) {
 
 // The keys each level of the configuration knows, for the message about one it does not.
 var (
-	topKeys    = []string{"mcpServers", "listen", "auth", "allowedOrigins", "sessionIdleTimeout", "lazyStart", "idleTimeout", "startupTimeout", "callTimeout", "maxCalls", "maxResultBytes", "concurrency", "maxUnlocked", "toolSearch", "groups", "search"}
+	topKeys    = []string{"mcpServers", "listen", "auth", "allowedOrigins", "sessionIdleTimeout", "readTimeout", "maxConnections", "maxSessions", "maxSessionsPerToken", "lazyStart", "idleTimeout", "startupTimeout", "callTimeout", "maxCalls", "maxResultBytes", "concurrency", "maxUnlocked", "toolSearch", "groups", "search"}
 	authKeys   = []string{"tokens"}
 	serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "prefix", "description", "alwaysLoad", "allow", "deny", "disabled", "tools", "callTimeout", "startupTimeout", "lazyStart", "idleTimeout", "maxResultBytes", "concurrency"}
 	toolKeys   = []string{"keywords", "description"}

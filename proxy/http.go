@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -33,6 +35,79 @@ type HTTPOptions struct {
 	// MaxSessionRequests limits the requests one session may have in flight; 0 means the
 	// server's MaxCalls and 8 more (40 by default), so that hung calls leave room for searches.
 	MaxSessionRequests int
+	// ReadTimeout bounds reading a request's headers and body, and how long a keep-alive
+	// connection may idle; 0 means 30s. A client that sends a byte now and then holds a
+	// connection no longer than this.
+	ReadTimeout time.Duration
+	// MaxConnections bounds open connections (see connLimit); 0 means 4096, or half of
+	// what the process's file limit leaves when that is lower.
+	MaxConnections int
+	// MaxSessions bounds open sessions; 0 means 2000. MaxSessionsPerToken bounds those one
+	// token opened; 0 means 500. Past either, a request that would open a session gets 503
+	// with Retry-After.
+	MaxSessions, MaxSessionsPerToken int
+}
+
+// withDefaults fills in the zero fields.
+func (opts HTTPOptions) withDefaults(maxCalls int) HTTPOptions {
+	if opts.SessionIdleTimeout == 0 {
+		opts.SessionIdleTimeout = 30 * time.Minute
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = 4 << 20
+	}
+	if opts.MaxSessionRequests == 0 {
+		// Room beside MaxCalls hung calls for searches and lists, as over stdio.
+		opts.MaxSessionRequests = maxCalls + 8
+	}
+	if opts.ReadTimeout == 0 {
+		opts.ReadTimeout = 30 * time.Second
+	}
+	if opts.MaxConnections == 0 {
+		opts.MaxConnections = 4096
+		// Half of what is left for clients: the other half is for upstream servers' pipes
+		// and connections, and for the files toolsift itself opens.
+		if limit := fileLimit(); limit > 0 {
+			opts.MaxConnections = min(opts.MaxConnections, max(16, (limit-128)/2))
+		}
+	}
+	if opts.MaxSessions == 0 {
+		opts.MaxSessions = 2000
+	}
+	if opts.MaxSessionsPerToken == 0 {
+		opts.MaxSessionsPerToken = 500
+	}
+	return opts
+}
+
+// ServeHTTP serves MCP over HTTP on ln (see HTTPHandler) until ctx ends, then stops
+// accepting, lets requests in flight finish (up to 10s), ends open streams and returns.
+// Connections are bounded (see connLimit) and timed (ReadTimeout).
+func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
+	opts = opts.withDefaults(s.opts.MaxCalls)
+	handler, closeStreams := s.HTTPHandler(opts)
+	limited := newConnLimit(ln, opts.MaxConnections)
+	hs := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: opts.ReadTimeout,
+		// Not ReadTimeout: it would stay set while an SSE stream is written, and end the
+		// stream when it ran out. The gate bounds the reading of each body instead.
+		IdleTimeout: opts.ReadTimeout,
+		ConnState:   limited.track,
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(limited) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := errors.Join(closeStreams(sctx), hs.Shutdown(sctx))
+	<-served
+	return err
 }
 
 // sessionVersions are the protocol revisions served over HTTP: per-session tool lists are
@@ -45,16 +120,8 @@ var sessionVersions = []string{
 // /sse and /message, liveness at /healthz and upstream readiness at /readyz. Call the
 // returned function at shutdown: it ends open streams.
 func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, func(context.Context) error) {
-	if opts.SessionIdleTimeout == 0 {
-		opts.SessionIdleTimeout = 30 * time.Minute
-	}
-	if opts.MaxBodyBytes == 0 {
-		opts.MaxBodyBytes = 4 << 20
-	}
-	if opts.MaxSessionRequests == 0 {
-		// Room beside MaxCalls hung calls for searches and lists, as over stdio.
-		opts.MaxSessionRequests = s.opts.MaxCalls + 8
-	}
+	opts = opts.withDefaults(s.opts.MaxCalls)
+	s.owners.setLimits(opts.MaxSessions, opts.MaxSessionsPerToken)
 	streamable := server.NewStreamableHTTPServer(s.mcp,
 		server.WithStateful(true),
 		server.WithSessionIdleTTL(opts.SessionIdleTimeout),
@@ -144,18 +211,65 @@ func sessionOf(r *http.Request) string {
 	return ""
 }
 
-// owners binds each HTTP session to the credential that opened it.
+// owners binds each HTTP session to the credential that opened it, and keeps the number of
+// sessions within their limits: in total, and per credential (one per token; without
+// tokens, every session has the zero credential).
 type owners struct {
-	mu sync.Mutex // guards m
-	m  map[string][32]byte
+	mu      sync.Mutex          // guards the fields below
+	m       map[string][32]byte // session ID -> the credential that opened it
+	opened  map[[32]byte]int    // sessions open or being opened, by credential
+	total   int                 // the sum of opened
+	maxAll  int                 // bounds total; 0: no bound
+	maxEach int                 // bounds each of opened; 0: no bound
 }
 
-func (o *owners) bind(id string, cred [32]byte) {
+func newOwners() *owners {
+	return &owners{m: map[string][32]byte{}, opened: map[[32]byte]int{}}
+}
+
+func (o *owners) setLimits(all, each int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, ok := o.m[id]; !ok {
-		o.m[id] = cred
+	o.maxAll, o.maxEach = all, each
+}
+
+// reserve takes a place for a session that cred is opening; it reports false when a limit
+// is reached. The place is bind's once the session has an ID, else release's.
+func (o *owners) reserve(cred [32]byte) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.maxAll > 0 && o.total >= o.maxAll || o.maxEach > 0 && o.opened[cred] >= o.maxEach {
+		return false
 	}
+	o.total++
+	o.opened[cred]++
+	return true
+}
+
+// release gives back a place reserve took for a session that did not open.
+func (o *owners) release(cred [32]byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.releaseLocked(cred)
+}
+
+func (o *owners) releaseLocked(cred [32]byte) {
+	o.total--
+	if o.opened[cred]--; o.opened[cred] <= 0 {
+		delete(o.opened, cred)
+	}
+}
+
+// bind records that the session id was opened with cred, in a place reserve took. It
+// reports false if id was already bound (the place is then the caller's to release).
+func (o *owners) bind(id string, cred [32]byte) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.m[id]; ok {
+		return false
+	}
+	o.m[id] = cred
+	return true
 }
 
 // allows reports whether cred may use session id: the one that opened it, or any for a
@@ -167,10 +281,14 @@ func (o *owners) allows(id string, cred [32]byte) bool {
 	return !ok || subtle.ConstantTimeCompare(owner[:], cred[:]) == 1
 }
 
+// forget ends session id, freeing its place.
 func (o *owners) forget(id string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.m, id)
+	if cred, ok := o.m[id]; ok {
+		delete(o.m, id)
+		o.releaseLocked(cred)
+	}
 }
 
 // passWriter passes a response through: the writers that watch or mend one embed it. SSE
@@ -217,11 +335,13 @@ func (w spliceWriter) Write(p []byte) (int, error) {
 
 // claimer watches the response to a request that opens a session for the session's ID: the
 // Mcp-Session-Id header of streamable HTTP, or the endpoint event of the legacy SSE stream
-// ("data: /message?sessionId=ID").
+// ("data: /message?sessionId=ID"). It binds the ID to the place the gate reserved for it.
 type claimer struct {
 	passWriter
-	claim func(id string)
-	done  bool
+	cred   [32]byte
+	owners *owners
+	done   bool // an ID was seen
+	bound  bool // and took the reserved place
 }
 
 func (c *claimer) WriteHeader(code int) {
@@ -238,7 +358,6 @@ func (c *claimer) Write(p []byte) (int, error) {
 				end = len(rest)
 			}
 			c.claim(string(rest[:end]))
-			c.done = true
 		}
 	}
 	return c.ResponseWriter.Write(p)
@@ -247,7 +366,19 @@ func (c *claimer) Write(p []byte) (int, error) {
 func (c *claimer) fromHeader() {
 	if id := c.Header().Get(server.HeaderKeySessionID); id != "" && !c.done {
 		c.claim(id)
-		c.done = true
+	}
+}
+
+func (c *claimer) claim(id string) {
+	c.done = true
+	c.bound = c.owners.bind(id, c.cred)
+}
+
+// settle gives the reserved place back if no session took it. It runs once the request
+// is served: for an SSE stream, once the stream has ended.
+func (c *claimer) settle() {
+	if !c.bound {
+		c.owners.release(c.cred)
 	}
 }
 
@@ -259,62 +390,84 @@ func isSessionIDRune(r rune) bool {
 type showErrors struct{}
 
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Bounded before anything is read: a body sent a byte at a time must not hold a
+	// connection (and a goroutine) for longer than ReadTimeout. Cleared once it is read.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(g.opts.ReadTimeout))
 	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
-		http.Error(w, "Forbidden: origin "+origin+" is not allowed", http.StatusForbidden)
+		refuse(w, "Forbidden: origin "+origin+" is not allowed", http.StatusForbidden)
 		return
 	}
 	if !hostAllowed(r) {
-		http.Error(w, "Forbidden: host "+r.Host+" is not this machine", http.StatusForbidden)
+		refuse(w, "Forbidden: host "+r.Host+" is not this machine", http.StatusForbidden)
 		return
 	}
 	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 		if len(g.tokens) == 0 || g.authorized(r) {
 			r = r.WithContext(context.WithValue(r.Context(), showErrors{}, true))
 		}
+		// A probe's connection is not kept: anyone may ask, and must not hold sockets.
+		w.Header().Set("Connection", "close")
 		g.next.ServeHTTP(w, r)
 		return
 	}
 	if len(g.tokens) > 0 && !g.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolsift"`)
-		http.Error(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+		refuse(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
 		return
 	}
-	if len(g.tokens) > 0 {
-		// A session belongs to the token that opened it: its ID travels in headers and URLs
-		// and must not let another token's holder in. To them it does not exist.
-		cred := credential(r)
-		if id := sessionOf(r); id != "" {
-			if !g.owners.allows(id, cred) {
-				http.Error(w, "Not Found: no such session", http.StatusNotFound)
-				return
-			}
-		} else {
-			w = &claimer{passWriter: passWriter{w}, claim: func(id string) { g.owners.bind(id, cred) }}
-		}
+	cred := credential(r)
+	id := sessionOf(r)
+	if id != "" && len(g.tokens) > 0 && !g.owners.allows(id, cred) {
+		// A session belongs to the token that opened it: its ID travels in headers and
+		// URLs and must not let another token's holder in. To them it does not exist.
+		refuse(w, "Not Found: no such session", http.StatusNotFound)
+		return
 	}
 	if r.ContentLength > g.opts.MaxBodyBytes {
-		http.Error(w, "Request body too large", http.StatusRequestEntityTooLarge)
+		refuse(w, "Request body too large", http.StatusRequestEntityTooLarge)
 		return
 	}
 	// A body of unstated length is cut off at the limit instead.
 	r.Body = http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes)
+	var method string // of a request; "" for a notification or an answer
+	var body []byte
+	if r.Method == http.MethodPost {
+		var err error
+		body, err = io.ReadAll(r.Body)
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			refuse(w, "Request body too large", http.StatusRequestEntityTooLarge)
+			return
+		case err != nil:
+			refuse(w, "Request body not received within the read timeout", http.StatusRequestTimeout)
+			return
+		}
+		_, method, _ = request(body)
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	// A request that opens a session takes a place among the sessions first.
+	if opens := id == "" && (r.Method == http.MethodGet && r.URL.Path == "/sse" || method == string(mcp.MethodInitialize)); opens {
+		if !g.owners.reserve(cred) {
+			w.Header().Set("Retry-After", "60")
+			refuse(w, "Service Unavailable: too many open sessions (maxSessions, maxSessionsPerToken); end one with DELETE, or retry later", http.StatusServiceUnavailable)
+			return
+		}
+		c := &claimer{passWriter: passWriter{w}, cred: cred, owners: g.owners}
+		defer c.settle()
+		w = c
+	}
 	if r.Method == http.MethodGet && r.URL.Path == "/sse" {
 		// Over legacy SSE, answers come on this stream, not on the POST that asked.
 		w = idWriter{passWriter{w}}
 	}
-	var method string // of a request; "" for a notification or an answer
 	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, "Request body too large", http.StatusRequestEntityTooLarge)
-			return
-		}
 		if wrapped := wrapBigID(body); len(wrapped) != len(body) {
 			body = wrapped
 			w = idWriter{passWriter{w}}
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		_, method, _ = request(body)
 		if (method == string(mcp.MethodToolsList) || method == string(mcp.MethodToolsCall)) && r.URL.Path == "/mcp" {
 			// Streamable HTTP answers on the request's own response: a list or a search
 			// result is spliced as it is written (see pendingSplices). Outside idWriter,
@@ -325,18 +478,18 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// Only requests count: a cancellation must get through to the calls it cancels.
-	if id := r.Header.Get(server.HeaderKeySessionID); id != "" && method != "" {
-		if !g.enter(id) {
+	if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" && method != "" {
+		if !g.enter(sid) {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "Too many requests in flight for this session", http.StatusTooManyRequests)
 			return
 		}
-		defer g.leave(id)
+		defer g.leave(sid)
 	}
 	// The legacy SSE transport accepts a message at once and answers on the stream, so its
 	// requests in flight cannot be counted here: refuse a call while the session's calls are
 	// at maxCalls instead (a search, a ping or a cancellation goes through).
-	if id := r.URL.Query().Get("sessionId"); id != "" && r.URL.Path == "/message" && method == "tools/call" && g.busy(id) {
+	if sid := r.URL.Query().Get("sessionId"); sid != "" && r.URL.Path == "/message" && method == "tools/call" && g.busy(sid) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "Too many calls in flight for this session", http.StatusTooManyRequests)
 		return
@@ -344,6 +497,13 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The client's credentials are for toolsift alone: nothing forwards request headers
 	// upstream, and they are never logged.
 	g.next.ServeHTTP(w, r)
+}
+
+// refuse answers a request toolsift will not serve, and closes its connection: a client
+// that was refused (an unknown token, a foreign origin) must not keep a socket open.
+func refuse(w http.ResponseWriter, msg string, code int) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, msg, code)
 }
 
 // credential is the SHA-256 of the request's bearer token; zero without one.

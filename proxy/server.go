@@ -148,7 +148,7 @@ func New(ups Upstreams, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, log: opts.Logger, ups: ups, sessions: map[string]*session{}, owners: &owners{m: map[string][32]byte{}}, subscribers: map[string]int{},
+	s := &Server{opts: opts, log: opts.Logger, ups: ups, sessions: map[string]*session{}, owners: newOwners(), subscribers: map[string]int{},
 		indexer: newIndexer()}
 	s.shown, s.shownDirectory = s.view(), searchToolDef(ups.Statuses()).Description
 	hooks := &server.Hooks{}
