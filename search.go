@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/embedding"
+	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/proxy"
 	"github.com/toolsift/toolsift/search"
 	"github.com/toolsift/toolsift/upstream"
@@ -84,7 +85,8 @@ func (c *catalogFlags) ranking(ctx context.Context, stderr io.Writer) (ranking, 
 	if err != nil {
 		return ranking{}, err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	red := redact.New(cfg.Secrets()...)
+	log := slog.New(redact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), red))
 	// No catalog cache here: search and eval measure what the servers list now.
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion()})
 	defer pool.Close()
@@ -96,7 +98,7 @@ func (c *catalogFlags) ranking(ctx context.Context, stderr io.Writer) (ranking, 
 	}
 	for _, st := range pool.Statuses() {
 		if st.State == upstream.StateFailed {
-			fmt.Fprintf(stderr, "toolsift: server %s unavailable: %v\n", st.Name, st.Err)
+			fmt.Fprintf(stderr, "toolsift: server %s unavailable: %s\n", st.Name, red.String(lastError(st)))
 		}
 	}
 	cat := pool.Catalog()

@@ -14,6 +14,7 @@ import (
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/embedding"
 	"github.com/toolsift/toolsift/internal/logbuf"
+	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/proxy"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -53,13 +54,16 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	lines := logbuf.New(logTo, 1<<20)
 	defer lines.Close() // after everything deferred below has logged
 	logTo = lines
-	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: lvl}))
+	// Every log line passes the redactor, which learns the config's secrets once it is read.
+	red := redact.New()
+	log := slog.New(redact.Handler(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: lvl}), red))
 	slog.SetDefault(log) // mcp-go's transports log through the default logger
 
 	cfg, err := loadConfig(*configFile, func(msg string) { log.Warn(msg) })
 	if err != nil {
 		return err
 	}
+	red.Add(cfg.Secrets()...)
 	// The proxy is built on the pool, then the pool starts reporting to it.
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir()})
 	defer pool.Close()
@@ -70,7 +74,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion(), MaxCalls: cfg.MaxCalls,
 		MaxUnlocked: cfg.MaxUnlocked, ListAllUnder: cfg.ListAllUnder, Groups: cfg.Groups, Embeddings: emb,
-		Sampling: cfg.Search.Sampling == config.SamplingAuto})
+		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red})
 	defer srv.Close() // waits for an index build in progress; runs before the pool closes
 	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
 	if addr := cmp.Or(*listen, cfg.HTTP.Listen); addr != "" {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -35,7 +36,8 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for i := range cfg.Servers {
 		cfg.Servers[i].LazyStart = false
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	red := redact.New(cfg.Secrets()...)
+	log := slog.New(slog.DiscardHandler)
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), CachedStartDelay: -1})
 	defer pool.Close()
 	cached := map[string]time.Time{}
@@ -59,11 +61,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if !cached[st.Name].IsZero() {
 			age = time.Since(cached[st.Name]).Round(time.Second).String()
 		}
-		errText := ""
-		if st.Err != nil {
-			errText = st.Err.Error()
-		}
-		fmt.Fprintf(stdout, "%-20s %-10s %6d  %-12s %s\n", st.Name, st.State, st.Tools, age, errText)
+		fmt.Fprintf(stdout, "%-20s %-10s %6d  %-12s %s\n", st.Name, st.State, st.Tools, age, red.String(lastError(st)))
 	}
 	var problems []string
 	if len(failed) > 0 {
@@ -78,4 +76,16 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// lastError is a server's last error for its user to read, with what the server printed
+// about it; "" if there is none.
+func lastError(st upstream.Status) string {
+	if st.Err == nil {
+		return ""
+	}
+	if st.Stderr != "" {
+		return st.Err.Error() + "; stderr: " + st.Stderr
+	}
+	return st.Err.Error()
 }

@@ -623,3 +623,45 @@ func kindName(n *yaml.Node) string {
 	}
 	return "a string"
 }
+
+// Secrets returns the values the configuration holds that must never be shown: every
+// server's env and header values, the user information and query values of its URL, the
+// HTTP service's tokens and the embeddings API key. Short values are among them too; the
+// redactor leaves out those too short to be secrets.
+func (c *Config) Secrets() []string {
+	var out []string
+	fromURL := func(raw string) {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return
+		}
+		if u.User != nil {
+			out = append(out, u.User.Username())
+			if pw, ok := u.User.Password(); ok {
+				out = append(out, pw)
+			}
+		}
+		for _, vs := range u.Query() {
+			out = append(out, vs...)
+		}
+	}
+	for _, s := range c.Servers {
+		for _, v := range s.Env {
+			out = append(out, v)
+		}
+		for _, v := range s.Headers {
+			out = append(out, v)
+			// "Bearer TOKEN": the token alone is what a server may echo.
+			if _, cred, ok := strings.Cut(v, " "); ok {
+				out = append(out, cred)
+			}
+		}
+		fromURL(s.URL)
+	}
+	out = append(out, c.HTTP.Tokens...)
+	if e := c.Search.Embeddings; e.URL != "" {
+		out = append(out, e.APIKey)
+		fromURL(e.URL)
+	}
+	return out
+}

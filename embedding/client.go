@@ -14,6 +14,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -36,7 +37,17 @@ func NewClient(base, model, apiKey string, hc *http.Client) *Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &Client{endpoint: strings.TrimRight(base, "/") + "/embeddings", model: model, apiKey: apiKey, http: hc}
+	return &Client{endpoint: endpoint(base), model: model, apiKey: apiKey, http: hc}
+}
+
+// endpoint is base with /embeddings added to its path; a query (some gateways take the key
+// as ?key=…) stays the query.
+func endpoint(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return strings.TrimRight(base, "/") + "/embeddings"
+	}
+	return u.JoinPath("embeddings").String()
 }
 
 // Embed returns one vector per input, in the order of inputs. Every answer is checked, since

@@ -112,3 +112,18 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestEndpoint(t *testing.T) {
+	tests := []struct{ base, want string }{
+		{"https://api.openai.com/v1", "https://api.openai.com/v1/embeddings"},
+		{"https://api.openai.com/v1/", "https://api.openai.com/v1/embeddings"},
+		{"http://h/v1?key=K", "http://h/v1/embeddings?key=K"},
+		{"http://user:pw@h:8080/a%2Fb/v1?key=K&x=1", "http://user:pw@h:8080/a%2Fb/v1/embeddings?key=K&x=1"},
+		{"http://h", "http://h/embeddings"},
+	}
+	for _, tt := range tests {
+		if got := endpoint(tt.base); got != tt.want {
+			t.Errorf("endpoint(%q) = %q, want %q", tt.base, got, tt.want)
+		}
+	}
+}

@@ -300,7 +300,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		if errors.Is(err, context.Canceled) {
 			return nil, err
 		}
-		return errorResult("%v. The server's other tools and the other servers are unaffected; try again later or use another tool.", err), nil
+		return errorResult("%v (details in toolsift's log). The server's other tools and the other servers are unaffected; try again later or use another tool.", err), nil
 	}
 	res, err := passthroughResult(raw)
 	if err != nil {

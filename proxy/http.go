@@ -164,6 +164,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		State string `json:"state"`
 		Tools int    `json:"tools"`
 		Error string `json:"error,omitempty"`
+		// Stderr is what the server printed about the error, secrets masked.
+		Stderr string `json:"stderr,omitempty"`
 	}
 	var out struct {
 		Ready   bool     `json:"ready"`
@@ -172,7 +174,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	for _, st := range s.ups.Statuses() {
 		sv := server{Name: st.Name, State: string(st.State), Tools: st.Tools}
 		if st.Err != nil && r.Context().Value(showErrors{}) != nil {
-			sv.Error = st.Err.Error()
+			sv.Error, sv.Stderr = st.Err.Error(), st.Stderr
 		}
 		out.Ready = out.Ready || st.State.Usable()
 		out.Servers = append(out.Servers, sv)

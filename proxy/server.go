@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolsift/toolsift/embedding"
+	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -73,6 +74,10 @@ type Options struct {
 	// ShutdownGrace is how long, once ServeStdio's context ends, the requests already read
 	// may take to be answered; 0 means 10s.
 	ShutdownGrace time.Duration
+	// Redactor masks secrets in every upstream error before a client sees it (a call's
+	// result, a prompt or resource error, /readyz); nil masks only URLs and known token
+	// shapes. Upstream errors can quote a URL's API key or what a server printed.
+	Redactor *redact.Redactor
 	// Embeddings, if set, ranks tool_search's keyword queries by meaning as well as by
 	// words, and is told of every catalog change to compute the tools' vectors; nil ranks
 	// by words alone. The caller owns it and closes it after the server.
@@ -148,7 +153,7 @@ func New(ups Upstreams, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, log: opts.Logger, ups: ups, sessions: map[string]*session{}, owners: newOwners(), subscribers: map[string]int{},
+	s := &Server{opts: opts, log: opts.Logger, ups: redacting{ups, opts.Redactor}, sessions: map[string]*session{}, owners: newOwners(), subscribers: map[string]int{},
 		indexer: newIndexer()}
 	s.shown, s.shownDirectory = s.view(), searchToolDef(ups.Statuses()).Description
 	hooks := &server.Hooks{}
@@ -256,4 +261,31 @@ func (s *Server) awaitStartup(ctx context.Context) []string {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StartupWait)
 	defer cancel()
 	return s.ups.WaitStarted(ctx)
+}
+
+// redacting is the proxy's view of the upstreams: every error they return, on its way to a
+// client, has its secrets masked. It is the one place upstream error text enters what the
+// proxy answers.
+type redacting struct {
+	Upstreams
+	r *redact.Redactor
+}
+
+func (u redacting) Statuses() []upstream.Status {
+	sts := u.Upstreams.Statuses()
+	for i := range sts {
+		sts[i].Err = u.r.Error(sts[i].Err)
+		sts[i].Stderr = u.r.String(sts[i].Stderr)
+	}
+	return sts
+}
+
+func (u redacting) Call(ctx context.Context, exposed string, args json.RawMessage, token any, progress func(json.RawMessage)) (json.RawMessage, error) {
+	res, err := u.Upstreams.Call(ctx, exposed, args, token, progress)
+	return res, u.r.Error(err)
+}
+
+func (u redacting) Request(ctx context.Context, serverName, method string, params any) (json.RawMessage, error) {
+	res, err := u.Upstreams.Request(ctx, serverName, method, params)
+	return res, u.r.Error(err)
 }

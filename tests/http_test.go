@@ -526,11 +526,11 @@ func TestReadyz(t *testing.T) {
 }
 
 // TestReadyzKeepsSecrets: a failed server's error can quote what it printed (here an API
-// key it refused), so /readyz shows errors only to a request with a token, and no path
-// answers a request that names another host (a DNS-rebinding page).
+// key it refused), so /readyz shows errors only to a request with a token, and then with
+// the key masked; no path answers a request that names another host (a DNS-rebinding page).
 func TestReadyzKeepsSecrets(t *testing.T) {
 	const token = "readyz-token-0123456789"
-	url := serveHTTP(t, fmt.Sprintf("auth: {tokens: [%q]}\nmcpServers:%s  broken:\n    command: %q\n    args: [--fail, \"invalid API key sk-live-SECRET\"]\n", token, githubFixture(t, ""), fixtureBin))
+	url := serveHTTP(t, fmt.Sprintf("auth: {tokens: [%q]}\nmcpServers:%s  broken:\n    command: %q\n    args: [--fail, \"invalid API key sk_live_0123456789SECRETabcd\"]\n", token, githubFixture(t, ""), fixtureBin))
 	get := func(path string, headers map[string]string) (int, string) {
 		r, b := do(t, http.MethodGet, url+path, headers, "")
 		return r.StatusCode, string(b)
@@ -538,15 +538,18 @@ func TestReadyzKeepsSecrets(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		_, body := get("/readyz", map[string]string{"Authorization": "Bearer " + token})
-		if strings.Contains(body, "sk-live-SECRET") && strings.Contains(body, `"state":"connected"`) {
+		if strings.Contains(body, "invalid API key [redacted]") && strings.Contains(body, `"state":"connected"`) {
 			break
+		}
+		if strings.Contains(body, "SECRET") {
+			t.Fatalf("/readyz shows the key: %s", body)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("/readyz with the token never showed the failed server's error: %s", body)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if code, body := get("/readyz", nil); code != http.StatusOK || strings.Contains(body, "sk-live") || !strings.Contains(body, `"name":"broken","state":"failed"`) {
+	if code, body := get("/readyz", nil); code != http.StatusOK || strings.Contains(body, "invalid API key") || !strings.Contains(body, `"name":"broken","state":"failed"`) {
 		t.Errorf("/readyz without a token = %d %s, want states and no errors", code, body)
 	}
 	for _, path := range []string{"/readyz", "/healthz", "/mcp"} {

@@ -87,13 +87,13 @@ func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, 
 		in := &stdinWriter{proc: proc, timeout: cmp.Or(srv.CallTimeout, DefaultCallTimeout)}
 		tr = transport.NewIO(newLineGuard(proc.stdout, srv.MaxResultBytes, slog.Default().With("upstream", srv.Name)), in, nil)
 	case config.TypeHTTP:
-		t, err := transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPBasicClient(limitedClient(srv.MaxResultBytes)))
+		t, err := transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPBasicClient(limitedClient(srv.MaxResultBytes, srv.Headers)))
 		if err != nil {
 			return nil, Info{}, err
 		}
 		tr = t
 	case config.TypeSSE:
-		t, err := transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers), transport.WithHTTPClient(limitedClient(srv.MaxResultBytes)))
+		t, err := transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers), transport.WithHTTPClient(limitedClient(srv.MaxResultBytes, srv.Headers)))
 		if err != nil {
 			return nil, Info{}, err
 		}

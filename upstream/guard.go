@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/toolsift/toolsift/internal/jsonrpc"
 )
@@ -275,15 +277,41 @@ func toolsArray(line []byte) (arr span, elements []span, ok bool) {
 	return arr, elements, true
 }
 
-// limitedClient is an HTTP client whose response bodies fail past max bytes in one message,
-// so that no answer from an HTTP or SSE server is held whole beyond toolsift's limit. An
-// SSE stream is long-lived: its messages are counted one at a time, from blank line to
-// blank line.
-func limitedClient(max int) *http.Client {
+// limitedClient is the HTTP client of an HTTP or SSE server whose configuration sends these
+// headers. Its response bodies fail past max bytes in one message, so that no answer is
+// held whole beyond toolsift's limit (an SSE stream is long-lived: its messages are
+// counted one at a time, from blank line to blank line). A redirect to another server
+// carries none of the headers (see keepCredentials).
+func limitedClient(max int, headers map[string]string) *http.Client {
 	if max <= 0 {
 		max = DefaultMaxMessageBytes
 	}
-	return &http.Client{Transport: limitTransport{next: http.DefaultTransport, max: max}}
+	return &http.Client{
+		Transport:     limitTransport{next: http.DefaultTransport, max: max},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error { return keepCredentials(req, via, headers) },
+	}
+}
+
+// keepCredentials is the client's redirect policy. Go drops Authorization and cookies on a
+// redirect to another domain but sends every other header on, so an X-Api-Key configured
+// for one server would reach whatever host it redirects to. A redirect to another origin
+// (scheme, host or port: another port is another server) or from https to http carries
+// none of the configured headers, and no Authorization or cookie.
+func keepCredentials(req *http.Request, via []*http.Request, headers map[string]string) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	first := via[0].URL
+	if req.URL.Scheme == first.Scheme && strings.EqualFold(req.URL.Host, first.Host) {
+		return nil
+	}
+	for k := range headers {
+		req.Header.Del(k)
+	}
+	for _, k := range []string{"Authorization", "Cookie", "Cookie2", "Proxy-Authorization"} {
+		req.Header.Del(k)
+	}
+	return nil
 }
 
 type limitTransport struct {

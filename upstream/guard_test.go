@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -98,5 +100,50 @@ func TestLineGuardTinyLimit(t *testing.T) {
 	got, _ := io.ReadAll(g)
 	if !strings.Contains(string(got), `"id":1,"error"`) {
 		t.Errorf("read %s, want an error answer for id 1", got)
+	}
+}
+
+// TestRedirectKeepsCredentials: a redirect to another origin carries none of the configured
+// headers; one within the origin keeps them (issue 23, row 5).
+func TestRedirectKeepsCredentials(t *testing.T) {
+	var got http.Header
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Clone() }))
+	defer other.Close()
+	var same http.Header
+	var origin *httptest.Server
+	origin = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.URL+"/mcp", http.StatusTemporaryRedirect)
+		case "/here":
+			http.Redirect(w, r, origin.URL+"/moved", http.StatusTemporaryRedirect)
+		case "/moved":
+			same = r.Header.Clone()
+		}
+	}))
+	defer origin.Close()
+	headers := map[string]string{"X-Api-Key": "k-123456", "Authorization": "Bearer b-123456"}
+	c := limitedClient(0, headers)
+	send := func(path string) {
+		req, _ := http.NewRequest(http.MethodPost, origin.URL+path, strings.NewReader("{}"))
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("Cookie", "session=abc")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	send("/away")
+	for _, k := range []string{"X-Api-Key", "Authorization", "Cookie"} {
+		if v := got.Get(k); v != "" {
+			t.Errorf("redirected to another server with %s: %q", k, v)
+		}
+	}
+	send("/here")
+	if same.Get("X-Api-Key") != "k-123456" || same.Get("Authorization") != "Bearer b-123456" {
+		t.Errorf("a redirect within the server lost its headers: %v", same)
 	}
 }

@@ -47,6 +47,10 @@ type Status struct {
 	Summary string
 	// Err is the last connection error, if any.
 	Err error
+	// Stderr is what a stdio server printed that tells most about that error, if anything.
+	// It is the user's to read (it may quote a secret the server was given): it never
+	// reaches a model.
+	Stderr string
 	// Cached is when the server's cached catalog was saved; zero if there is none.
 	Cached time.Time
 }
@@ -239,7 +243,7 @@ func (p *Pool) Statuses() []Status {
 	out := make([]Status, 0, len(p.servers))
 	for _, s := range p.servers {
 		s.mu.Lock()
-		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.part.tools), Summary: s.summary, Err: s.lastErr, Cached: s.cached}
+		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.part.tools), Summary: s.summary, Err: s.lastErr, Stderr: s.stderr, Cached: s.cached}
 		if s.cfg.Description != "" {
 			st.Summary = s.cfg.Description
 		}

@@ -36,10 +36,11 @@ type shared struct {
 // connection with await (see pool.go) and report trouble they find with it.
 type server struct {
 	// Fixed at creation.
-	cfg    config.Server
-	log    *slog.Logger
-	stderr *Tail
-	shared shared
+	cfg config.Server
+	log *slog.Logger
+	// stderrTail keeps the end of a stdio server's standard error, of the current attempt.
+	stderrTail *Tail
+	shared     shared
 	// slots holds a token for each tool call in flight to the server; its capacity is the
 	// server's concurrency (config.Server.Concurrency).
 	slots chan struct{}
@@ -70,6 +71,10 @@ type server struct {
 	info     Info
 	state    State
 	lastErr  error
+	// stderr is what the server printed that tells most about its last failure (see
+	// explain): for the user and the log, never for the error a call returns, since a
+	// server may print a secret it was given.
+	stderr   string
 	failures int // connection attempts that failed, ever
 	connects int // connections made, ever
 	summary  string
@@ -87,7 +92,7 @@ func newServer(cfg config.Server, opts Options, sh shared) *server {
 	s := &server{
 		cfg:            cfg,
 		log:            opts.Logger.With("upstream", cfg.Name),
-		stderr:         NewTail(2048),
+		stderrTail:     NewTail(2048),
 		shared:         sh,
 		startupTimeout: cmp.Or(cfg.StartupTimeout, opts.ConnectTimeout),
 		callTimeout:    cmp.Or(cfg.CallTimeout, opts.CallTimeout),

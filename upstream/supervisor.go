@@ -54,11 +54,6 @@ func (s *server) run(ctx context.Context) {
 			// wait for others to join it.
 			s.shared.rebuild()
 		}
-		if err != nil && ctx.Err() == nil {
-			if why := explain(s.stderr.String()); why != "" {
-				err = fmt.Errorf("%w; stderr: %s", err, why)
-			}
-		}
 		s.attemptedOnce.Do(func() { close(s.attempted) })
 		if err == nil {
 			backoff = s.shared.retryMin
@@ -73,10 +68,13 @@ func (s *server) run(ctx context.Context) {
 			s.log.Info("upstream stopped while idle", "idle_timeout", s.cfg.IdleTimeout.String())
 			continue
 		}
+		s.mu.Lock()
+		s.stderr = explain(s.stderrTail.String())
+		s.mu.Unlock()
 		s.disconnect(err, StateFailed)
 		// Jitter keeps many servers that failed together from retrying together.
 		wait := backoff/2 + rand.N(backoff/2+1)
-		s.log.Warn("upstream unavailable", "error", err, "retry_in", wait.Round(time.Millisecond).String(), "stderr", s.stderr.String())
+		s.log.Warn("upstream unavailable", "error", err, "retry_in", wait.Round(time.Millisecond).String(), "stderr", s.stderrTail.String())
 		if !s.pause(ctx, wait) {
 			return
 		}
@@ -121,14 +119,14 @@ func (s *server) connect(ctx context.Context) error {
 	attempt, cancel := context.WithTimeout(ctx, s.startupTimeout)
 	defer cancel()
 	start := time.Now()
-	s.stderr.Reset()
+	s.stderrTail.Reset()
 	var peer Peer
 	if s.shared.client != nil {
 		peer = serverClient{client: s.shared.client, s: s}
 	}
 	cfg := s.cfg
 	cfg.CallTimeout = s.callTimeout // the server's own, or the pool's
-	conn, info, err := s.shared.dial(attempt, cfg, s.stderr, s.notified, peer)
+	conn, info, err := s.shared.dial(attempt, cfg, s.stderrTail, s.notified, peer)
 	timedOut := func(err error) error {
 		if attempt.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 			return fmt.Errorf("not started within %v (startupTimeout): %w", s.startupTimeout, err)
@@ -160,7 +158,7 @@ func (s *server) connect(ctx context.Context) error {
 	default:
 	}
 	s.mu.Lock()
-	s.info, s.lastErr, s.summary, s.lastUsed = info, nil, info.Summary, time.Now()
+	s.info, s.lastErr, s.stderr, s.summary, s.lastUsed = info, nil, "", info.Summary, time.Now()
 	s.connects++
 	restarts := s.connects - 1
 	s.part = part{tools: tools, prompts: prompts, resources: resources}
