@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/toolsift/toolsift/clients"
+	"github.com/toolsift/toolsift/internal/atomicfile"
 )
 
 const importUsage = `Usage: toolsift import [--client NAME] [FILE...] [-o FILE] [--force]
@@ -143,7 +144,7 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("writing %s: %w", *out, err)
 	}
 	// 0600: literal values such as API keys are copied as they were.
-	if err := clients.WriteFileAtomic(*out, data, 0o600); err != nil {
+	if err := atomicfile.Write(*out, data, 0o600); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "toolsift: wrote %s to %s; check them with toolsift status --config %s, then switch a client: toolsift setup CLIENT\n",

@@ -48,6 +48,7 @@ func fakeUser(t *testing.T) (home, project string) {
 	}
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(home, ".local", "state"))
 	t.Chdir(project)
 	return home, project
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolsift/toolsift/clients"
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/internal/dirs"
 )
 
 const setupUsage = `Usage: toolsift setup CLIENT [--config FILE] [--file CLIENTFILE] [--undo] [--dry-run]
@@ -22,9 +23,12 @@ const setupUsage = `Usage: toolsift setup CLIENT [--config FILE] [--file CLIENTF
 
 Switches a client to toolsift: the servers toolsift import takes from the client's
 configuration are replaced by one entry that starts toolsift with your configuration;
-everything else in the file is kept as it was. The file is first copied to
-CLIENTFILE.toolsift-backup, then rewritten atomically with its permissions kept; --undo
-puts the servers back and removes the backup.
+everything else in the file is kept as it was. The file is first copied to toolsift's
+state folder ($XDG_STATE_HOME/toolsift/setup, else ~/.local/state/toolsift/setup: never
+beside the file, which may be in a repository), with a record of every server moved, on
+every run; then it is rewritten atomically with its permissions kept, unless it changed
+meanwhile. --undo puts the servers back (those moved by later runs too) and removes the
+backup.
 
 CLIENT is claude-code, claude-desktop, cursor, vscode, gemini, codex or opencode. The file
 changed is the client's user-level one: ~/.claude.json (its user servers, and the local
@@ -41,7 +45,7 @@ Flags:
   --undo          switch back
   --dry-run       show what would change, write nothing
   --force         switch even if servers being moved are not in the toolsift
-                  configuration (the backup keeps them)
+                  configuration (setup's record keeps them; --undo puts them back)
   --command PATH  the toolsift the client runs (default: this toolsift, by the path on
                   your PATH that leads to it, else by its own absolute path: clients
                   started from a desktop do not see your shell's PATH)
@@ -72,7 +76,11 @@ func setupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	home, cwd := userDirs()
-	opts := clients.Options{Home: home, Dir: cwd}
+	state, err := dirs.State()
+	if err != nil {
+		return fmt.Errorf("no folder to keep the backup in: %w", err)
+	}
+	opts := clients.Options{Home: home, Dir: cwd, State: state}
 	file := *clientFile
 	if file == "" {
 		if home == "" {
@@ -114,63 +122,92 @@ func setupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	entry := clients.Entry{Command: cmdPath, Args: []string{"--config", cfgFile}}
-	ch, err := clients.PlanSetup(file, kind, entry, opts)
-	if errors.Is(err, clients.ErrStaleBackup) {
-		return fmt.Errorf("%w: to restore it run toolsift setup %s --undo --file %s", err, kind, file)
-	}
-	if err != nil {
-		return err
-	}
-	var missing []string
-	for _, s := range ch.Moved {
-		if !slices.ContainsFunc(cfg.Servers, func(c config.Server) bool { return c.Name == s.Name }) {
-			missing = append(missing, s.Name)
+	// A client may write its file while setup does (Claude Code keeps its state in
+	// ~/.claude.json): Apply then writes nothing, and setup starts over from the new file.
+	for attempt := 1; ; attempt++ {
+		ch, err := clients.PlanSetup(file, kind, entry, opts)
+		if errors.Is(err, clients.ErrStaleBackup) {
+			return fmt.Errorf("%w: to restore it run toolsift setup %s --undo --file %s", err, kind, file)
 		}
+		if err != nil {
+			return err
+		}
+		var missing []string
+		for _, s := range ch.Moved {
+			if !slices.ContainsFunc(cfg.Servers, func(c config.Server) bool { return c.Name == s.Name }) {
+				missing = append(missing, s.Name)
+			}
+		}
+		if len(missing) > 0 && !*force {
+			return fmt.Errorf("%s has servers that are not in %s: %s; setup would take them out of %s: add them first (toolsift import --client %s %s, and merge its output into %s), or pass --force (setup keeps them, and --undo puts them back)",
+				show(file), show(cfgFile), strings.Join(missing, ", "), kind.Title(), kind, show(file), show(cfgFile))
+		}
+		if !ch.Changed() && !*dryRun {
+			fmt.Fprintf(stdout, "%s: %s\nAlready switched: nothing to change.\n", kind, show(file))
+			return nil
+		}
+		if !*dryRun {
+			err = ch.Apply()
+			if errors.Is(err, clients.ErrChanged) && attempt < 3 {
+				fmt.Fprintf(stderr, "toolsift: %s changed while setup was writing it; starting over\n", show(file))
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		reportSetup(stdout, ch, setupReport{kind: kind, file: file, cfgFile: cfgFile, entry: entry, missing: missing,
+			unset: unset.vars, dryRun: *dryRun, fileFlag: fileFlag(*clientFile, file, show), show: show, others: otherFiles(kind, file, home, cwd, opts)})
+		return nil
 	}
-	if len(missing) > 0 && !*force {
-		return fmt.Errorf("%s has servers that are not in %s: %s; setup would take them out of %s: add them first (toolsift import --client %s %s, and merge its output into %s), or pass --force (the backup keeps them)",
-			show(file), show(cfgFile), strings.Join(missing, ", "), kind.Title(), kind, show(file), show(cfgFile))
-	}
+}
 
-	verb := map[bool]string{true: "would be ", false: ""}[*dryRun]
-	fmt.Fprintf(stdout, "%s: %s\n", kind, show(file))
+type setupReport struct {
+	kind          clients.Kind
+	file, cfgFile string
+	entry         clients.Entry
+	missing       []string // servers moved that the configuration lacks
+	unset         []string // variables the configuration needs that are not set here
+	dryRun        bool
+	fileFlag      string
+	show          func(string) string
+	others        []otherFile
+}
+
+// reportSetup says what setup did, or would do.
+func reportSetup(stdout io.Writer, ch *clients.Change, r setupReport) {
+	show := r.show
+	verb := map[bool]string{true: "would be ", false: ""}[r.dryRun]
+	fmt.Fprintf(stdout, "%s: %s\n", r.kind, show(r.file))
 	if len(ch.Moved) > 0 {
 		fmt.Fprintf(stdout, "  %smoved to toolsift: %s\n", verb, show(strings.Join(serverNames(ch.Moved), ", ")))
 	}
 	for _, k := range ch.Kept {
-		fmt.Fprintf(stdout, "  kept in %s, toolsift could not import it: %s\n", kind.Title(), keptReason(k, ch.Warnings))
+		fmt.Fprintf(stdout, "  kept in %s, toolsift could not import it: %s\n", r.kind.Title(), keptReason(k, ch.Warnings))
 	}
-	fmt.Fprintf(stdout, "  toolsift entry: %s %s\n", entry.Command, strings.Join(entry.Args, " "))
-	if ch.Changed() && len(ch.Old) > 0 {
+	fmt.Fprintf(stdout, "  toolsift entry: %s %s\n", r.entry.Command, strings.Join(r.entry.Args, " "))
+	if len(ch.Old) > 0 {
 		fmt.Fprintf(stdout, "  backup: %s\n", show(ch.Backup))
 	}
 	for _, n := range ch.Notes {
-		fmt.Fprintf(stdout, "  note: %s\n", n)
+		fmt.Fprintf(stdout, "  note: %s\n", show(n))
 	}
-	if len(missing) > 0 {
-		fmt.Fprintf(stdout, "  note: not in %s, kept only in the backup: %s\n", show(cfgFile), strings.Join(missing, ", "))
+	if len(r.missing) > 0 {
+		fmt.Fprintf(stdout, "  note: not in %s: %s; setup keeps them with the backup, and setup %s --undo puts them back\n", show(r.cfgFile), strings.Join(r.missing, ", "), r.kind)
 	}
-	if len(unset.vars) > 0 {
+	if len(r.unset) > 0 {
 		fmt.Fprintf(stdout, "  note: not set in this shell: %s; toolsift stops at start with an error unless they are set where %s runs (or given a default: ${VAR:-value})\n",
-			strings.Join(unset.vars, ", "), kind.Title())
+			strings.Join(r.unset, ", "), r.kind.Title())
 	}
-	for _, other := range otherFiles(kind, file, home, cwd, opts) {
+	for _, other := range r.others {
 		fmt.Fprintf(stdout, "  note: %s has %s of its own, which %s loads beside toolsift: switch it too with toolsift setup %s --file %s\n",
-			show(other.path), plural(other.servers, "server"), kind.Title(), kind, show(other.path))
+			show(other.path), plural(other.servers, "server"), r.kind.Title(), r.kind, show(other.path))
 	}
-	if *dryRun {
+	if r.dryRun {
 		fmt.Fprintf(stdout, "Dry run, nothing written. The servers would be:\n%s\n", strings.TrimRight(ch.Snippet, "\n"))
-		return nil
+		return
 	}
-	if !ch.Changed() {
-		fmt.Fprintln(stdout, "Already switched: nothing to change.")
-		return nil
-	}
-	if err := ch.Apply(); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "Done: restart %s to use toolsift. Undo with: toolsift setup %s --undo%s\n", kind.Title(), kind, fileFlag(*clientFile, file, show))
-	return nil
+	fmt.Fprintf(stdout, "Done: restart %s to use toolsift. Undo with: toolsift setup %s --undo%s\n", r.kind.Title(), r.kind, r.fileFlag)
 }
 
 type checkedConfig struct {

@@ -51,7 +51,7 @@ func TestSetupCmd(t *testing.T) {
 	if err := setupCmd(ctx, []string{"claude-code", "--command", "/opt/bin/toolsift"}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(stdout.String(), "backup: ~/.claude.json.toolsift-backup") || !strings.Contains(stdout.String(), "Done: restart Claude Code") {
+	if !strings.Contains(stdout.String(), "backup: ~/.local/state/toolsift/setup/claude-json-") || !strings.Contains(stdout.String(), "Done: restart Claude Code") {
 		t.Errorf("setup output:\n%s", stdout.String())
 	}
 	switched, _ := os.ReadFile(claude)
@@ -102,7 +102,7 @@ func TestSetupCmdArgs(t *testing.T) {
 		{"bad flag", []string{"cursor", "--nope"}, "", "flag provided but not defined: -nope; run 'toolsift setup --help'", true},
 		{"servers missing from the config", []string{"claude-code", "--command", "/t"}, "",
 			"~/.claude.json has servers that are not in ~/.config/toolsift/config.yaml: github, postgres; setup would take them out of Claude Code: add them first (toolsift import --client claude-code ~/.claude.json", false},
-		{"forced", []string{"cursor", "--force", "--command", "/t", "--dry-run"}, "note: not in ~/.config/toolsift/config.yaml, kept only in the backup: context7", "", false},
+		{"forced", []string{"cursor", "--force", "--command", "/t", "--dry-run"}, "note: not in ~/.config/toolsift/config.yaml: context7; setup keeps them with the backup, and setup cursor --undo puts them back", "", false},
 		{"broken config", []string{"cursor", "--config", broken, "--command", "/t"}, "", "broken.yaml:3: mcpServers.a.comand: unknown key", false},
 		{"missing config", []string{"cursor", "--config", "nope.yaml", "--command", "/t"}, "", "no such file or directory: make it from your clients' servers with toolsift import -o ~/src/app/nope.yaml", false},
 		{"undo nothing", []string{"gemini", "--undo"}, "", "nothing to undo", false},

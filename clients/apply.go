@@ -7,94 +7,66 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/toolsift/toolsift/internal/atomicfile"
 )
 
-// Apply writes the change: the backup first (setup, when there is none yet), then the file,
-// atomically and with its permissions; an undo then removes the backup. A file that
-// changed since it was read is not overwritten.
+// Apply writes the change. For setup: the backup first, when there is none yet, verified
+// as written; then the record of the servers moved; then the file, atomically and with its
+// permissions. For undo: the file, then the backup and the record are forgotten. A file
+// that changed since it was read is not overwritten: it is compared once more just before
+// the rename, and ErrChanged leaves everything as it was.
 func (c *Change) Apply() error {
 	if !c.Changed() {
 		return nil
 	}
-	target := c.File
-	if resolved, err := filepath.EvalSymlinks(c.File); err == nil {
-		// Writing through a symlink (dotfiles kept in a repository) keeps the link.
-		target = resolved
+	target, err := atomicfile.Target(c.File)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", c.File, err)
 	}
-	now, err := os.ReadFile(target)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("reading %s: %w", c.File, err)
+	unchanged := func(target string) error {
+		now, err := os.ReadFile(target)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("reading %s: %w", c.File, err)
+		}
+		if (err == nil) != c.existed || !bytes.Equal(now, c.Old) {
+			return fmt.Errorf("%s %w; nothing written: run it again", c.File, ErrChanged)
+		}
+		return nil
 	}
-	if (err == nil) != c.existed || !bytes.Equal(now, c.Old) {
-		return fmt.Errorf("%s %w; nothing written: run it again", c.File, ErrChanged)
+	if err := unchanged(target); err != nil {
+		return err
 	}
-	if !c.Undo && c.existed && !c.backupExists {
-		if err := writeNew(c.Backup, c.Old, c.mode); err != nil {
-			return fmt.Errorf("writing the backup: %w", err)
+	wroteBackup := false
+	if !c.Undo && c.record != nil {
+		if c.backup != nil {
+			if err := c.state.writeBackup(c.backup); err != nil {
+				return err
+			}
+			wroteBackup = true
+		}
+		if err := c.state.writeRecord(c.record); err != nil {
+			c.state.restore(wroteBackup)
+			return fmt.Errorf("writing setup's record: %w", err)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
 		return fmt.Errorf("writing %s: %w", c.File, err)
 	}
-	if err := WriteFileAtomic(target, c.New, c.mode); err != nil {
-		return err
-	}
-	if c.Undo && c.backupExists {
-		if err := os.Remove(c.Backup); err != nil {
-			return fmt.Errorf("removing the backup: %w", err)
+	if err := atomicfile.WriteChecked(target, c.New, c.mode, unchanged); err != nil {
+		if !c.Undo && c.record != nil {
+			c.state.restore(wroteBackup)
 		}
-	}
-	return nil
-}
-
-// writeNew writes a file that must not exist yet.
-func writeNew(path string, data []byte, mode fs.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
 		return err
 	}
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	return f.Close()
-}
-
-// WriteFileAtomic replaces path with data, with permissions mode: it writes a temporary file
-// beside it and renames it over path, so that a reader sees the old file or the new one,
-// never half of one.
-func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".toolsift-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		return fail(err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
+	switch {
+	case c.Undo:
+		return c.state.remove()
+	case c.state.legacy != "" && wroteBackup:
+		// The earlier version's backup now lives in the state folder.
+		if err := os.Remove(c.state.legacy); err != nil {
+			return fmt.Errorf("removing %s, now kept in %s: %w", c.state.legacy, c.Backup, err)
+		}
 	}
 	return nil
 }

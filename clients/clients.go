@@ -156,6 +156,9 @@ type Options struct {
 	// not approved yet are imported enabled, since naming the file is approving it. A
 	// server the client disabled stays disabled either way.
 	Named bool
+	// State is toolsift's state folder, where setup keeps backups and what it moved (see
+	// dirs.State); setup needs it, import does not.
+	State string
 }
 
 // ErrUnknownFormat means a file is none of the formats this package reads.

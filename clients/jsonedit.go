@@ -147,54 +147,124 @@ func (f *file) switchJSON(c *Change, entry *Entry) {
 	c.New = applyEdits(f.data, edits)
 }
 
-// mergeJSON writes c.New for an undo of a file that changed since setup: each servers block
-// loses toolsift's entry and gets back the backup's entries it no longer has.
-func (f *file) mergeJSON(c *Change, bak *file) {
+// mergeJSON writes c.New for an undo of a file that changed since setup: toolsift's entry
+// is taken out, and each servers block gets back the entries of back it no longer has. A
+// block's comments are kept, each before the entry it stood before (those of toolsift's
+// entry, and those at the block's end, at its end).
+func (f *file) mergeJSON(c *Change, back []putBack) {
 	l := newLayout(f.data)
 	root := f.json.root
-	var edits []edit
-	for _, bb := range bak.blocks {
-		if bb.node == nil {
-			continue
+	var paths [][]string
+	for _, b := range f.blocks {
+		if b.node != nil && slices.ContainsFunc(b.entries, func(e entryRef) bool { return e.status == self }) {
+			paths = append(paths, b.path)
 		}
-		cur := f.block(bb.path)
-		var members []string
-		changed := false
-		have := map[string]bool{}
-		if cur != nil && cur.node != nil {
-			members, changed = withoutSelf(cur.entries)
-			for _, e := range cur.entries {
-				have[e.key] = true
+	}
+	for _, pb := range back {
+		if !slices.ContainsFunc(paths, func(p []string) bool { return slices.Equal(p, pb.path) }) {
+			paths = append(paths, pb.path)
+		}
+	}
+	var edits []edit
+	for _, path := range paths {
+		node := root.lookup(path...)
+		var own []string // keys of toolsift's entries
+		if b := f.block(path); b != nil {
+			for _, e := range b.entries {
+				if e.status == self {
+					own = append(own, e.key)
+				}
 			}
 		}
-		for _, e := range bb.entries {
-			if e.status != shadowed && !have[e.key] {
-				members = append(members, e.raw)
-				have[e.key] = true
-				c.putBack(e)
+		var members, pending []string
+		have := map[string]bool{}
+		changed := false
+		prev := 0
+		if node != nil {
+			if node.kind != jObject {
+				continue
+			}
+			prev = node.start + 1
+			for _, m := range node.members {
+				lead := f.commentsBetween(prev, m.keyStart)
+				prev = m.value.end
+				if slices.Contains(own, m.key) {
+					pending = append(pending, lead...)
+					changed = true
+					continue
+				}
+				have[m.key] = true
+				members = append(members, l.withComments(append(pending, lead...), string(f.data[m.keyStart:m.value.end]), l.indentAt(m.keyStart)))
+				pending = nil
+			}
+			pending = append(pending, f.commentsBetween(prev, node.end-1)...)
+		}
+		for _, pb := range back {
+			if slices.Equal(pb.path, path) && !have[pb.key] {
+				members = append(members, pb.raw)
+				have[pb.key] = true
+				c.putBack(pb)
 				changed = true
 			}
 		}
 		if !changed {
 			continue
 		}
-		build := func(base string) string { return l.object(base, members) }
-		if cur == nil || cur.node == nil {
-			edits = append(edits, l.setPath(root, bb.path, build))
-		} else {
-			edits = append(edits, edit{cur.node.start, cur.node.end, build(l.indentAt(memberOf(root, bb.path).keyStart))})
-		}
-	}
-	// toolsift's entry in a block the backup does not have.
-	for _, b := range f.blocks {
-		if bb := bak.block(b.path); b.node == nil || bb != nil && bb.node != nil {
+		if node == nil {
+			edits = append(edits, l.setPath(root, path, func(base string) string { return l.object(base, members) }))
 			continue
 		}
-		if members, hadSelf := withoutSelf(b.entries); hadSelf {
-			edits = append(edits, edit{b.node.start, b.node.end, l.object(l.indentAt(memberOf(root, b.path).keyStart), members)})
-		}
+		base := l.indentAt(memberOf(root, path).keyStart)
+		edits = append(edits, edit{node.start, node.end, l.objectWithTrailer(base, members, pending)})
 	}
 	c.New = applyEdits(f.data, edits)
+}
+
+// commentsBetween returns the text of the comments within data[from:to].
+func (f *file) commentsBetween(from, to int) []string {
+	var out []string
+	for _, cm := range f.json.comments {
+		if cm[0] >= from && cm[1] <= to {
+			out = append(out, string(f.data[cm[0]:cm[1]]))
+		}
+	}
+	return out
+}
+
+// withComments writes a member with its comments on lines of their own before it. indent is
+// the indentation the member had, which a comment spanning lines keeps.
+func (l jsonLayout) withComments(comments []string, member, indent string) string {
+	if len(comments) == 0 {
+		return member
+	}
+	var b strings.Builder
+	for _, cm := range comments {
+		b.WriteString(cm)
+		b.WriteString("\n" + indent)
+	}
+	b.WriteString(member)
+	return b.String()
+}
+
+// objectWithTrailer is object with comments on lines of their own before the closing brace.
+func (l jsonLayout) objectWithTrailer(base string, members, trailer []string) string {
+	if len(trailer) == 0 {
+		return l.object(base, members)
+	}
+	var b strings.Builder
+	b.WriteString("{\n")
+	for i, m := range members {
+		b.WriteString(base + l.unit + m)
+		if i < len(members)-1 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\n')
+	}
+	for _, cm := range trailer {
+		b.WriteString(base + l.unit + cm + "\n")
+	}
+	b.WriteString(base + "}")
+	return b.String()
 }
 
 // withoutSelf returns the text of the entries other than toolsift's own, and whether

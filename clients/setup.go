@@ -14,9 +14,6 @@ import (
 // EntryName is the name of toolsift's entry in a client's configuration.
 const EntryName = "toolsift"
 
-// BackupSuffix is added to a client file's name for the copy setup keeps of it.
-const BackupSuffix = ".toolsift-backup"
-
 // Entry is how a client starts toolsift.
 type Entry struct {
 	Command string
@@ -30,16 +27,17 @@ var (
 	// ErrNothingToUndo means the file has neither a backup nor toolsift's entry.
 	ErrNothingToUndo = errors.New("nothing to undo")
 	// ErrChanged means the file changed between reading and writing it.
-	ErrChanged = errors.New("changed while toolsift was rewriting it")
+	ErrChanged = errors.New("changed while toolsift was writing it")
 )
 
 // Change is a rewrite of one client file by setup or by its undo, worked out before
 // anything is written; Apply writes it.
 type Change struct {
-	File   string
-	Kind   Kind
+	File string
+	Kind Kind
+	// Backup is where the backup of the file is kept (see BackupPath), or would be.
 	Backup string
-	// Undo is set for a change that restores the file and removes the backup.
+	// Undo is set for a change that restores the file and forgets the backup.
 	Undo bool
 	// Old is the file as read, nil if it does not exist; New is what Apply writes.
 	Old, New []byte
@@ -52,47 +50,92 @@ type Change struct {
 	Warnings []Warning
 	// Snippet is the new block of servers (setup) or a summary (undo), for showing.
 	Snippet string
-	// Notes are for the user: comments lost, an entry replaced, a merge instead of a copy.
+	// Notes are for the user: comments lost, an entry replaced, a backup ignored.
 	Notes []string
 
-	// existed and backupExists say whether the file and its backup were there when read;
-	// mode is the file's permissions, kept when it is rewritten.
-	existed      bool
-	backupExists bool
-	mode         fs.FileMode
+	// existed says whether the file was there when read; mode is its permissions, kept when
+	// it is rewritten.
+	existed bool
+	mode    fs.FileMode
+	// state is what the state folder held for the file; record, if not nil, is what Apply
+	// writes there (setup), and backup the content to back up first, if any.
+	state  *setupState
+	record *record
+	backup []byte
 }
 
 // Changed reports whether Apply would write anything.
 func (c *Change) Changed() bool {
-	return !c.existed || !bytes.Equal(c.Old, c.New) || (c.Undo && c.backupExists)
+	return !c.existed || !bytes.Equal(c.Old, c.New) || (c.Undo && c.state.has()) || c.recordChanged()
+}
+
+// recordChanged reports whether setup would add to the record: servers moved again after
+// the file was switched by hand.
+func (c *Change) recordChanged() bool {
+	if c.record == nil {
+		return false
+	}
+	old := c.state.rec
+	return old == nil || len(old.Moved) != len(c.record.Moved)
 }
 
 // PlanSetup works out how to switch the client file at path over to toolsift: the
 // servers toolsift imports from it are replaced by one entry that starts toolsift, and
 // everything else in the file stays as it was. A file that does not exist is created. An
-// empty kind means Detect.
+// empty kind means Detect. The backup and the record of what moved go to opts.State.
 func PlanSetup(path string, kind Kind, entry Entry, opts Options) (*Change, error) {
+	if opts.State == "" {
+		return nil, errors.New("no state folder to keep the backup in")
+	}
 	c, f, err := load(path, kind, opts, false)
 	if err != nil {
 		return nil, err
 	}
 	hasSelf := f.has(self)
-	if c.backupExists && !hasSelf {
-		return nil, fmt.Errorf("%s: %w (%s), but the file has no toolsift entry: restore the backup or delete it first", path, ErrStaleBackup, c.Backup)
+	if c.state.backup != nil && !hasSelf {
+		where := c.Backup
+		if c.state.legacy != "" && c.state.rec == nil {
+			where = c.state.legacy
+		}
+		return nil, fmt.Errorf("%s: %w (%s), but the file has no toolsift entry: restore the backup with setup --undo, or delete it first", path, ErrStaleBackup, where)
+	}
+	rec := &record{File: path, Kind: c.Kind}
+	if c.state.rec != nil {
+		rec.Backup = c.state.rec.Backup
+		rec.Moved = slices.Clone(c.state.rec.Moved)
+	}
+	switch {
+	case c.state.backup != nil:
+		rec.Backup = digestOf(c.state.backup)
+		if c.state.rec == nil {
+			// An earlier version's backup beside the file moves to the state folder.
+			c.backup = c.state.backup
+		}
+	case c.existed:
+		rec.Backup, c.backup = digestOf(c.Old), c.Old
+	default:
+		rec.Backup = nil
 	}
 	for _, b := range f.blocks {
 		for _, e := range b.entries {
 			switch e.status {
 			case imported:
 				c.Moved = append(c.Moved, e.server)
+				m := movedServer{Path: b.path, Key: e.key, Scope: b.scope, Raw: e.raw, Name: e.server.Name}
+				if !slices.ContainsFunc(rec.Moved, func(o movedServer) bool { return slices.Equal(o.Path, m.Path) && o.Key == m.Key && o.Raw == m.Raw }) {
+					rec.Moved = append(rec.Moved, m)
+				}
 			case skipped:
 				c.Kept = append(c.Kept, e.key)
 			}
 		}
 	}
+	c.record = rec
 	c.Warnings = f.imp.Warnings
 	switch {
-	case hasSelf && c.backupExists:
+	case hasSelf && c.state.has() && len(c.Moved) > 0:
+		c.Notes = append(c.Notes, "already switched to toolsift: its entry is rewritten, and the servers added since are moved too (undo puts them back)")
+	case hasSelf && c.state.has():
 		c.Notes = append(c.Notes, "already switched to toolsift: its entry is rewritten, and the backup of the original is left as it is")
 	case hasSelf:
 		c.Notes = append(c.Notes, "the toolsift entry already there is replaced")
@@ -114,9 +157,10 @@ func PlanSetup(path string, kind Kind, entry Entry, opts Options) (*Change, erro
 
 // PlanUndo works out how to switch the client file at path back: the backup setup made is
 // restored byte for byte if the file is as setup left it; otherwise toolsift's entry is
-// taken out and the backup's servers are put back, keeping the file's other changes (a
-// client such as Claude Code keeps its own state in the same file). Without a backup, only
-// toolsift's entry is taken out.
+// taken out and the servers setup moved are put back, keeping the file's other changes (a
+// client such as Claude Code keeps its own state in the same file). Without a backup, the
+// servers are put back from setup's record; without either, only toolsift's entry is taken
+// out.
 func PlanUndo(path string, kind Kind, opts Options) (*Change, error) {
 	c, f, err := load(path, kind, opts, true)
 	if err != nil {
@@ -124,7 +168,7 @@ func PlanUndo(path string, kind Kind, opts Options) (*Change, error) {
 	}
 	c.Undo = true
 	c.Warnings = f.imp.Warnings
-	if !c.backupExists {
+	if !c.state.has() {
 		if !f.has(self) {
 			return nil, fmt.Errorf("%s: %w: it has no toolsift entry and there is no backup %s", path, ErrNothingToUndo, c.Backup)
 		}
@@ -132,35 +176,76 @@ func PlanUndo(path string, kind Kind, opts Options) (*Change, error) {
 		c.Snippet = "took out toolsift's entry; there is no backup (" + c.Backup + ") to restore"
 		return c, err
 	}
-	bak, err := os.ReadFile(c.Backup)
-	if err != nil {
-		return nil, fmt.Errorf("reading the backup: %w", err)
-	}
-	if !c.existed {
-		c.New = bak
-		c.Snippet = "restored " + path + " from " + c.Backup
-		return c, nil
-	}
-	// Is the file as setup left it? Then setup applied to the backup gives it back.
-	if e, ok := f.selfEntry(); ok {
-		if sw, err := switchedData(path, bak, f.src.Kind, e, opts); err == nil && bytes.Equal(sw, c.Old) {
-			c.New = bak
-			c.Snippet = "restored " + path + " byte for byte from " + c.Backup
-			return c, nil
+	var bak *file
+	from := c.Backup
+	if c.state.backup != nil {
+		if c.state.rec == nil {
+			from = c.state.legacy
+		}
+		if bak, err = parseFile(path, c.state.backup, f.src.Kind, opts, true); err != nil {
+			return nil, fmt.Errorf("reading the backup %s: %w", from, err)
 		}
 	}
-	bf, err := parseFile(path, bak, f.src.Kind, opts, true)
-	if err != nil {
-		return nil, fmt.Errorf("reading the backup: %w", err)
+	extras := c.state.extras(bak)
+	if bak != nil && len(extras) == 0 {
+		if !c.existed {
+			c.New = c.state.backup
+			c.Snippet = "restored " + path + " from " + from
+			return c, nil
+		}
+		// Is the file as setup left it? Then setup applied to the backup gives it back.
+		if e, ok := f.selfEntry(); ok {
+			if sw, err := switchedData(path, c.state.backup, f.src.Kind, e, opts); err == nil && bytes.Equal(sw, c.Old) {
+				c.New = c.state.backup
+				c.Snippet = "restored " + path + " byte for byte from " + from
+				return c, nil
+			}
+		}
 	}
-	c.Notes = append(c.Notes, "the file changed since setup: took out toolsift's entry and put back the backup's servers, keeping the other changes")
+	if !c.existed && bak != nil {
+		// The file is gone: the backup is what the servers go back into.
+		f = bak
+	}
+	var back []putBack
+	if bak != nil {
+		for _, bb := range bak.blocks {
+			if bb.node == nil && bak.toml == nil {
+				continue // a JSON block the backup does not have
+			}
+			for _, e := range bb.entries {
+				if e.status != shadowed {
+					back = append(back, putBack{path: bb.path, key: e.key, raw: e.raw, name: e.server.Name, scope: e.server.Scope})
+				}
+			}
+		}
+	}
+	for _, m := range extras {
+		back = append(back, putBack{path: m.Path, key: m.Key, raw: m.Raw, name: m.Name, scope: m.Scope})
+	}
+	if c.existed {
+		c.Notes = append(c.Notes, "the file changed since setup: took out toolsift's entry and put back the servers setup moved, keeping the other changes")
+	}
 	if f.toml != nil {
-		f.mergeTOML(c, bf)
+		f.mergeTOML(c, back)
 	} else {
-		f.mergeJSON(c, bf)
+		f.mergeJSON(c, back)
 	}
-	c.Snippet = fmt.Sprintf("put back %d servers from %s", len(c.Moved), c.Backup)
+	c.Snippet = fmt.Sprintf("put back %s from %s", countServers(len(c.Moved)), from)
 	return c, nil
+}
+
+// putBack is a servers entry undo puts back where it was.
+type putBack struct {
+	path        []string
+	key, raw    string
+	name, scope string
+}
+
+func countServers(n int) string {
+	if n == 1 {
+		return "1 server"
+	}
+	return fmt.Sprintf("%d servers", n)
 }
 
 // rewrite writes c.New: the servers toolsift imports replaced by its entry, or with a nil
@@ -173,9 +258,9 @@ func (f *file) rewrite(c *Change, entry *Entry) error {
 	return nil
 }
 
-// putBack records that undo puts the backup's entry e back in the client.
-func (c *Change) putBack(e entryRef) {
-	c.Moved = append(c.Moved, Server{Name: e.server.Name, Key: e.key, Scope: e.server.Scope})
+// putBack records that undo puts the entry e back in the client.
+func (c *Change) putBack(e putBack) {
+	c.Moved = append(c.Moved, Server{Name: e.name, Key: e.key, Scope: e.scope})
 }
 
 // switchedData is what PlanSetup writes for the contents data, without the checks that
@@ -190,9 +275,12 @@ func switchedData(path string, data []byte, kind Kind, entry Entry, opts Options
 	return c.New, err
 }
 
-// load reads the client file (if any) and its backup's presence.
+// load reads the client file (if any) and what setup keeps of it.
 func load(path string, kind Kind, opts Options, allProjects bool) (*Change, *file, error) {
-	c := &Change{File: path, Backup: path + BackupSuffix, mode: 0o600}
+	c := &Change{File: path, mode: 0o600}
+	if opts.State != "" {
+		c.Backup = BackupPath(opts.State, path)
+	}
 	data, err := os.ReadFile(path)
 	switch {
 	case err == nil:
@@ -214,14 +302,15 @@ func load(path string, kind Kind, opts Options, allProjects bool) (*Change, *fil
 	default:
 		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	if _, err := os.Lstat(c.Backup); err == nil {
-		c.backupExists = true
-	}
 	f, err := parseFile(path, data, kind, opts, allProjects)
 	if err != nil {
 		return nil, nil, err
 	}
 	c.Kind = f.src.Kind
+	if c.state, err = readState(opts.State, path, c.Kind, opts); err != nil {
+		return nil, nil, err
+	}
+	c.Notes = append(c.Notes, c.state.problems...)
 	return c, f, nil
 }
 

@@ -11,6 +11,13 @@ import (
 	"testing"
 )
 
+// stateOpts are testOpts with a state folder of the test's own.
+func stateOpts(t *testing.T) Options {
+	o := testOpts
+	o.State = t.TempDir()
+	return o
+}
+
 var testEntry = Entry{Command: "/usr/local/bin/toolsift", Args: []string{"--config", "/home/me/.config/toolsift/config.yaml"}}
 
 // copySample copies a sample client file into a temporary directory, keeping the part of
@@ -39,6 +46,7 @@ func copySample(t *testing.T, sample string) string {
 // its golden file, keeps every other key in its order and the file's mode, and the undo
 // gives back the original byte for byte.
 func TestSetupRoundTrip(t *testing.T) {
+	opts := stateOpts(t)
 	tests := []struct {
 		name, sample string
 		kept         []string // entries left in the client
@@ -63,7 +71,7 @@ func TestSetupRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			c, err := PlanSetup(path, "", testEntry, testOpts)
+			c, err := PlanSetup(path, "", testEntry, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,13 +89,18 @@ func TestSetupRoundTrip(t *testing.T) {
 			}
 			switched, _ := os.ReadFile(path)
 			golden(t, "setup/"+tt.name+filepath.Ext(path), switched)
-			if bak, err := os.ReadFile(path + BackupSuffix); err != nil || !bytes.Equal(bak, orig) {
+			if bak, err := os.ReadFile(BackupPath(opts.State, path)); err != nil || !bytes.Equal(bak, orig) {
 				t.Errorf("backup = %v, want the original", err)
 			}
-			for _, p := range []string{path, path + BackupSuffix} {
-				if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o640 {
-					t.Errorf("%s: mode %v, %v; want 0640", p, st.Mode(), err)
-				}
+			if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o640 {
+				t.Errorf("%s: mode %v, %v; want 0640, as it was", path, st.Mode(), err)
+			}
+			// The backup is kept in the state folder, readable by the user alone.
+			if st, err := os.Stat(BackupPath(opts.State, path)); err != nil || st.Mode().Perm() != 0o600 {
+				t.Errorf("backup: mode %v, %v; want 0600", st.Mode(), err)
+			}
+			if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*toolsift*")); len(left) > 0 {
+				t.Errorf("setup left files beside the client's: %v", left)
 			}
 			after, err := Read(path, "", testOpts)
 			if err != nil {
@@ -98,7 +111,7 @@ func TestSetupRoundTrip(t *testing.T) {
 			}
 			checkUnrelated(t, orig, switched)
 
-			u, err := PlanUndo(path, "", testOpts)
+			u, err := PlanUndo(path, "", opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +122,7 @@ func TestSetupRoundTrip(t *testing.T) {
 			if !bytes.Equal(restored, orig) {
 				t.Errorf("undo did not restore the file byte for byte:\n%s", restored)
 			}
-			if _, err := os.Stat(path + BackupSuffix); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(BackupPath(opts.State, path)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("backup still there after undo: %v", err)
 			}
 		})
@@ -167,16 +180,17 @@ func checkUnrelated(t *testing.T, old, new []byte) {
 }
 
 func TestSetupTwice(t *testing.T) {
+	opts := stateOpts(t)
 	path := copySample(t, "testdata/claude-desktop/claude_desktop_config.json")
 	orig, _ := os.ReadFile(path)
-	c, err := PlanSetup(path, "", testEntry, testOpts)
+	c, err := PlanSetup(path, "", testEntry, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Apply(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := PlanSetup(path, "", testEntry, testOpts)
+	again, err := PlanSetup(path, "", testEntry, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +200,7 @@ func TestSetupTwice(t *testing.T) {
 	// A new config path rewrites the entry but keeps the original backup.
 	moved := testEntry
 	moved.Args = []string{"--config", "/elsewhere/toolsift.yaml"}
-	third, err := PlanSetup(path, "", moved, testOpts)
+	third, err := PlanSetup(path, "", moved, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +210,7 @@ func TestSetupTwice(t *testing.T) {
 	if now, _ := os.ReadFile(path); !bytes.Contains(now, []byte("/elsewhere/toolsift.yaml")) {
 		t.Errorf("entry not rewritten:\n%s", now)
 	}
-	u, err := PlanUndo(path, "", testOpts)
+	u, err := PlanUndo(path, "", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,13 +223,14 @@ func TestSetupTwice(t *testing.T) {
 }
 
 func TestSetupStaleBackup(t *testing.T) {
+	opts := stateOpts(t)
 	path := copySample(t, "testdata/cursor/.cursor/mcp.json")
-	os.WriteFile(path+BackupSuffix, []byte(`{"old": true}`), 0o600)
-	_, err := PlanSetup(path, "", testEntry, testOpts)
+	os.WriteFile(path+legacySuffix, []byte(`{"old": true}`), 0o600)
+	_, err := PlanSetup(path, "", testEntry, opts)
 	if !errors.Is(err, ErrStaleBackup) {
 		t.Fatalf("PlanSetup = %v, want ErrStaleBackup", err)
 	}
-	if bak, _ := os.ReadFile(path + BackupSuffix); string(bak) != `{"old": true}` {
+	if bak, _ := os.ReadFile(path + legacySuffix); string(bak) != `{"old": true}` {
 		t.Errorf("backup changed: %s", bak)
 	}
 }
@@ -223,10 +238,11 @@ func TestSetupStaleBackup(t *testing.T) {
 // TestSetupNewFile switches a client that has no configuration yet: the file is created,
 // and undo without a backup takes toolsift's entry out.
 func TestSetupNewFile(t *testing.T) {
+	opts := stateOpts(t)
 	for _, name := range []string{".cursor/mcp.json", ".codex/config.toml", ".vscode/mcp.json", "opencode.json"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), name)
-			c, err := PlanSetup(path, "", testEntry, testOpts)
+			c, err := PlanSetup(path, "", testEntry, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,12 +252,12 @@ func TestSetupNewFile(t *testing.T) {
 			if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 				t.Fatalf("new file: %v, %v", st, err)
 			}
-			if _, err := os.Stat(path + BackupSuffix); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(BackupPath(opts.State, path)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("a backup of nothing was written: %v", err)
 			}
 			data, _ := os.ReadFile(path)
 			golden(t, "setup/new-"+strings.ReplaceAll(strings.TrimPrefix(name, "."), "/", "-"), data)
-			u, err := PlanUndo(path, "", testOpts)
+			u, err := PlanUndo(path, "", opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -252,7 +268,7 @@ func TestSetupNewFile(t *testing.T) {
 			if bytes.Contains(data, []byte("toolsift")) {
 				t.Errorf("undo left toolsift's entry:\n%s", data)
 			}
-			if _, err := PlanUndo(path, "", testOpts); !errors.Is(err, ErrNothingToUndo) {
+			if _, err := PlanUndo(path, "", opts); !errors.Is(err, ErrNothingToUndo) {
 				t.Errorf("second undo = %v, want ErrNothingToUndo", err)
 			}
 		})
@@ -263,6 +279,7 @@ func TestSetupNewFile(t *testing.T) {
 // its state in ~/.claude.json): toolsift's entry goes, the servers come back, and the
 // client's changes stay.
 func TestUndoAfterChanges(t *testing.T) {
+	opts := stateOpts(t)
 	tests := []struct {
 		sample, find, replace string
 		want                  []string
@@ -279,7 +296,7 @@ func TestUndoAfterChanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		path := copySample(t, tt.sample)
-		c, err := PlanSetup(path, "", testEntry, testOpts)
+		c, err := PlanSetup(path, "", testEntry, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,7 +308,7 @@ func TestUndoAfterChanges(t *testing.T) {
 			t.Fatalf("%q not in the switched file:\n%s", tt.find, data)
 		}
 		os.WriteFile(path, bytes.Replace(data, []byte(tt.find), []byte(tt.replace), 1), 0o640)
-		u, err := PlanUndo(path, "", testOpts)
+		u, err := PlanUndo(path, "", opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,6 +336,7 @@ func TestUndoAfterChanges(t *testing.T) {
 // TestUndoWithoutBackup takes out toolsift's entry from a file that was switched by hand,
 // and nothing else.
 func TestUndoWithoutBackup(t *testing.T) {
+	opts := stateOpts(t)
 	for _, tt := range []struct{ name, src, want string }{
 		{".mcp.json", `{"mcpServers": {"a": {"command": "x"}, "toolsift": {"command": "toolsift"}, "b": {"type": "ws"}}}`,
 			"{\"mcpServers\": {\n  \"a\": {\"command\": \"x\"},\n  \"b\": {\"type\": \"ws\"}\n}}"},
@@ -327,7 +345,7 @@ func TestUndoWithoutBackup(t *testing.T) {
 	} {
 		path := filepath.Join(t.TempDir(), tt.name)
 		os.WriteFile(path, []byte(tt.src), 0o600)
-		u, err := PlanUndo(path, "", testOpts)
+		u, err := PlanUndo(path, "", opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -338,8 +356,9 @@ func TestUndoWithoutBackup(t *testing.T) {
 }
 
 func TestApplyRefusesChangedFile(t *testing.T) {
+	opts := stateOpts(t)
 	path := copySample(t, "testdata/gemini/.gemini/settings.json")
-	c, err := PlanSetup(path, "", testEntry, testOpts)
+	c, err := PlanSetup(path, "", testEntry, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,18 +366,19 @@ func TestApplyRefusesChangedFile(t *testing.T) {
 	if err := c.Apply(); !errors.Is(err, ErrChanged) {
 		t.Fatalf("Apply = %v, want ErrChanged", err)
 	}
-	if _, err := os.Stat(path + BackupSuffix); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(BackupPath(opts.State, path)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("backup written for a change that was refused")
 	}
 }
 
 func TestSetupThroughSymlink(t *testing.T) {
+	opts := stateOpts(t)
 	target := copySample(t, "testdata/claude-desktop/claude_desktop_config.json")
 	link := filepath.Join(t.TempDir(), "claude_desktop_config.json")
 	if err := os.Symlink(target, link); err != nil {
 		t.Skip(err)
 	}
-	c, err := PlanSetup(link, "", testEntry, testOpts)
+	c, err := PlanSetup(link, "", testEntry, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,12 +394,13 @@ func TestSetupThroughSymlink(t *testing.T) {
 }
 
 func TestSetupInlineTOML(t *testing.T) {
+	opts := stateOpts(t)
 	path := filepath.Join(t.TempDir(), "config.toml")
 	os.WriteFile(path, []byte("mcp_servers = { a = { command = \"x\" } }\n"), 0o600)
 	if imp, err := Read(path, "", testOpts); err != nil || len(imp.Servers) != 1 {
 		t.Fatalf("Read = %v, %v; want the inline server", imp.Servers, err)
 	}
-	_, err := PlanSetup(path, "", testEntry, testOpts)
+	_, err := PlanSetup(path, "", testEntry, opts)
 	if err == nil || !strings.Contains(err.Error(), "write each server as a [mcp_servers.NAME] table") {
 		t.Errorf("PlanSetup = %v", err)
 	}
@@ -387,6 +408,7 @@ func TestSetupInlineTOML(t *testing.T) {
 
 // TestSetupTOMLShapes moves servers written as dotted keys and inline tables.
 func TestSetupTOMLShapes(t *testing.T) {
+	opts := stateOpts(t)
 	tests := []struct{ src, want string }{
 		{`model = "m"
 
@@ -430,7 +452,7 @@ args = ["--config", "/home/me/.config/toolsift/config.yaml"]
 	for _, tt := range tests {
 		path := filepath.Join(t.TempDir(), "config.toml")
 		os.WriteFile(path, []byte(tt.src), 0o600)
-		c, err := PlanSetup(path, "", testEntry, testOpts)
+		c, err := PlanSetup(path, "", testEntry, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,6 +465,7 @@ args = ["--config", "/home/me/.config/toolsift/config.yaml"]
 // TestSetupJSONEdges covers JSON layouts: tabs, a missing servers key, trailing commas,
 // comments around the servers.
 func TestSetupJSONEdges(t *testing.T) {
+	opts := stateOpts(t)
 	tests := []struct {
 		name, file, src, want string
 		lostComments          bool
@@ -468,7 +491,7 @@ func TestSetupJSONEdges(t *testing.T) {
 			path := filepath.Join(t.TempDir(), tt.file)
 			os.MkdirAll(filepath.Dir(path), 0o755)
 			os.WriteFile(path, []byte(tt.src), 0o600)
-			c, err := PlanSetup(path, "", e, testOpts)
+			c, err := PlanSetup(path, "", e, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -480,5 +503,204 @@ func TestSetupJSONEdges(t *testing.T) {
 				t.Errorf("notes %q: lost comments %v, want %v", c.Notes, lost, tt.lostComments)
 			}
 		})
+	}
+}
+
+// TestSetupAgainKeepsLaterServers: a server added to the client after setup, and moved by
+// a second setup, is put back by undo (issue 23, row 6).
+func TestSetupAgainKeepsLaterServers(t *testing.T) {
+	opts := stateOpts(t)
+	path := filepath.Join(t.TempDir(), ".cursor", "mcp.json")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	os.WriteFile(path, []byte(`{"mcpServers": {"a": {"command": "a-mcp"}}}`), 0o600)
+	apply := func(c *Change, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Apply(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(PlanSetup(path, "", testEntry, opts))
+	data, _ := os.ReadFile(path)
+	data = bytes.Replace(data, []byte(`"mcpServers": {`), []byte(`"mcpServers": {"github": {"command": "gh-mcp", "env": {"T": "x"}},`), 1)
+	os.WriteFile(path, data, 0o600)
+	c, err := PlanSetup(path, "", testEntry, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Moved) != 1 || c.Moved[0].Name != "github" || !c.Changed() {
+		t.Fatalf("second setup moves %v (changed %v), want github", c.Moved, c.Changed())
+	}
+	apply(c, nil)
+	if now, _ := os.ReadFile(path); bytes.Contains(now, []byte("gh-mcp")) {
+		t.Fatalf("github still in the client after the second setup:\n%s", now)
+	}
+	apply(PlanUndo(path, "", opts))
+	now, _ := os.ReadFile(path)
+	for _, want := range []string{`"a": {"command": "a-mcp"}`, `"github": {"command": "gh-mcp", "env": {"T": "x"}}`} {
+		if !bytes.Contains(now, []byte(want)) {
+			t.Errorf("after undo, %s is missing:\n%s", want, now)
+		}
+	}
+	if bytes.Contains(now, []byte("toolsift")) {
+		t.Errorf("after undo, toolsift's entry is left:\n%s", now)
+	}
+	if _, err := os.Stat(stateDir(opts.State, path)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("setup's state is left after undo: %v", err)
+	}
+}
+
+// TestDamagedBackupIsIgnored: a backup cut short (a setup killed while writing it) is never
+// restored or parsed; undo puts the servers back from setup's record (issue 23, row 9).
+func TestDamagedBackupIsIgnored(t *testing.T) {
+	opts := stateOpts(t)
+	path := copySample(t, "testdata/claude-desktop/claude_desktop_config.json")
+	orig, _ := os.ReadFile(path)
+	c, err := PlanSetup(path, "", testEntry, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	bak := BackupPath(opts.State, path)
+	os.WriteFile(bak, orig[:len(orig)/3], 0o600)
+	again, err := PlanSetup(path, "", testEntry, opts)
+	if err != nil {
+		t.Fatalf("setup after a damaged backup: %v", err)
+	}
+	if notes := strings.Join(again.Notes, "\n"); !strings.Contains(notes, "incomplete or damaged") {
+		t.Errorf("no note of the damaged backup: %q", notes)
+	}
+	u, err := PlanUndo(path, "", opts)
+	if err != nil {
+		t.Fatalf("undo after a damaged backup: %v", err)
+	}
+	if err := u.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := Read(copySample(t, "testdata/claude-desktop/claude_desktop_config.json"), "", testOpts)
+	after, err := Read(path, "", testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Servers) != len(before.Servers) {
+		t.Errorf("undo put back %d servers, want %d", len(after.Servers), len(before.Servers))
+	}
+}
+
+// TestLegacyBackups: a backup beside the file, from an earlier version, is still restored;
+// the next setup moves it to the state folder; one cut short is ignored, not parsed into an
+// error.
+func TestLegacyBackups(t *testing.T) {
+	t.Run("moved to the state folder", func(t *testing.T) {
+		opts := stateOpts(t)
+		path := copySample(t, "testdata/cursor/.cursor/mcp.json")
+		orig, _ := os.ReadFile(path)
+		sw, err := switchedData(path, orig, "", testEntry, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(path+legacySuffix, orig, 0o600)
+		os.WriteFile(path, sw, 0o600)
+		c, err := PlanSetup(path, "", testEntry, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Apply(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(path + legacySuffix); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the old backup is still beside the file: %v", err)
+		}
+		u, err := PlanUndo(path, "", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Apply(); err != nil {
+			t.Fatal(err)
+		}
+		if now, _ := os.ReadFile(path); !bytes.Equal(now, orig) {
+			t.Errorf("undo did not restore the original:\n%s", now)
+		}
+	})
+	t.Run("cut short", func(t *testing.T) {
+		opts := stateOpts(t)
+		path := filepath.Join(t.TempDir(), ".mcp.json")
+		os.WriteFile(path, []byte(`{"mcpServers": {"toolsift": {"command": "/t"}}}`), 0o600)
+		os.WriteFile(path+legacySuffix, []byte(`{"mcpServers": {"a": {"comm`), 0o600)
+		u, err := PlanUndo(path, "", opts)
+		if err != nil {
+			t.Fatalf("undo with a truncated old backup: %v", err)
+		}
+		if notes := strings.Join(u.Notes, "\n"); !strings.Contains(notes, "incomplete or damaged") {
+			t.Errorf("no note of the truncated backup: %q", notes)
+		}
+		if bytes.Contains(u.New, []byte("toolsift")) {
+			t.Errorf("undo left toolsift's entry:\n%s", u.New)
+		}
+	})
+}
+
+// TestUndoKeepsComments: comments the user wrote inside the servers block after setup stay
+// after undo (issue 23, row 10).
+func TestUndoKeepsComments(t *testing.T) {
+	opts := stateOpts(t)
+	path := filepath.Join(t.TempDir(), ".vscode", "mcp.json")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	os.WriteFile(path, []byte("{\n  \"servers\": {\n    \"a\": {\"command\": \"a-mcp\"}\n  }\n}\n"), 0o600)
+	c, err := PlanSetup(path, "", testEntry, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	data = bytes.Replace(data, []byte(`"servers": {`), []byte("\"servers\": {\n    // my notes: keep these\n    \"mine\": {\"command\": \"m\"}, /* inline */"), 1)
+	data = bytes.Replace(data, []byte("    }\n  }\n}"), []byte("    }\n    // at the end\n  }\n}"), 1)
+	os.WriteFile(path, data, 0o600)
+	u, err := PlanUndo(path, "", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"// my notes: keep these", "/* inline */", "// at the end", `"mine": {"command": "m"}`, `"a": {"command": "a-mcp"}`} {
+		if !bytes.Contains(u.New, []byte(want)) {
+			t.Errorf("undo lost %q:\n%s", want, u.New)
+		}
+	}
+	if _, err := parseJSONC(path, u.New); err != nil {
+		t.Errorf("undo wrote invalid JSONC: %v\n%s", err, u.New)
+	}
+	if bytes.Contains(u.New, []byte(`"toolsift"`)) {
+		t.Errorf("undo left toolsift's entry:\n%s", u.New)
+	}
+}
+
+// TestSetupThroughDanglingSymlink: a link whose file does not exist yet stays a link.
+func TestSetupThroughDanglingSymlink(t *testing.T) {
+	opts := stateOpts(t)
+	dir := t.TempDir()
+	link := filepath.Join(dir, ".cursor", "mcp.json")
+	os.MkdirAll(filepath.Dir(link), 0o700)
+	target := filepath.Join(dir, "dotfiles", "cursor-mcp.json")
+	os.MkdirAll(filepath.Dir(target), 0o700)
+	if err := os.Symlink(target, link); err != nil {
+		t.Skip(err)
+	}
+	c, err := PlanSetup(link, "", testEntry, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
+	}
+	if data, err := os.ReadFile(target); err != nil || !bytes.Contains(data, []byte(`"toolsift"`)) {
+		t.Errorf("the link's file: %v\n%s", err, data)
 	}
 }

@@ -29,8 +29,9 @@ func (f *file) switchTOML(c *Change, entry *Entry) error {
 	return nil
 }
 
-// mergeTOML writes c.New for an undo of a Codex file that changed since setup.
-func (f *file) mergeTOML(c *Change, bak *file) {
+// mergeTOML writes c.New for an undo of a Codex file that changed since setup: toolsift's
+// table is cut out, and the tables of back the file no longer has are added at the end.
+func (f *file) mergeTOML(c *Change, back []putBack) {
 	var cut [][2]int
 	have := map[string]bool{}
 	for _, e := range f.blocks[0].entries {
@@ -40,10 +41,11 @@ func (f *file) mergeTOML(c *Change, bak *file) {
 		have[e.key] = true
 	}
 	out := cutSpans(f.data, cut)
-	for _, e := range bak.blocks[0].entries {
-		if !have[e.key] && e.raw != "" {
-			out = appendSection(out, e.raw)
-			c.putBack(e)
+	for _, pb := range back {
+		if !have[pb.key] && pb.raw != "" {
+			out = appendSection(out, pb.raw)
+			have[pb.key] = true
+			c.putBack(pb)
 		}
 	}
 	c.New = out
