@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/internal/atomicfile"
 )
 
 // cacheEntry is what the catalog cache keeps of one server: what it listed, as it sent it.
@@ -60,19 +61,7 @@ func saveCache(dir string, srv config.Server, e *cacheEntry) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".entry-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), cachePath(dir, srv)); err != nil {
+	if err := atomicfile.Write(cachePath(dir, srv), data, 0o600); err != nil {
 		return err
 	}
 	pruneCache(dir, srv, time.Now())
@@ -86,24 +75,17 @@ func saveCache(dir string, srv config.Server, e *cacheEntry) error {
 const staleAfter = 7 * 24 * time.Hour
 
 // pruneCache removes, beside srv's new entry, the entries of srv's name for other launch
-// configurations that no one has written for staleAfter, and temporary files a crash left.
+// configurations that no one has written for staleAfter.
 func pruneCache(dir string, srv config.Server, now time.Time) {
 	current := filepath.Base(cachePath(dir, srv))
 	prefix := sanitized(srv.Name) + "-"
 	files, _ := os.ReadDir(dir)
 	for _, f := range files {
 		name := f.Name()
-		other := name != current && isCacheEntryOf(name, prefix)
-		orphan := strings.HasPrefix(name, ".entry-")
-		if !other && !orphan {
+		if name == current || !isCacheEntryOf(name, prefix) {
 			continue
 		}
-		info, err := f.Info()
-		if err != nil {
-			continue
-		}
-		// A temporary file is written in well under an hour.
-		if age := now.Sub(info.ModTime()); other && age > staleAfter || orphan && age > time.Hour {
+		if info, err := f.Info(); err == nil && now.Sub(info.ModTime()) > staleAfter {
 			os.Remove(filepath.Join(dir, name))
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/toolsift/toolsift/internal/atomicfile"
 )
 
 // Store is the record of approvals, one JSON file. Processes that share it read it whole
@@ -126,23 +128,10 @@ func (s *Store) write(r *record) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(s.file)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(s.file), 0o700); err != nil {
 		return fmt.Errorf("saving approvals: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+fileName+".*")
-	if err != nil {
-		return fmt.Errorf("saving approvals: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("saving approvals: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("saving approvals: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), s.file); err != nil {
+	if err := atomicfile.Write(s.file, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("saving approvals: %w", err)
 	}
 	return nil
