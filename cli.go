@@ -42,6 +42,9 @@ func commands() []command {
 		name: "setup", summary: "point a client at toolsift in place of its servers, keeping a backup; --undo switches back",
 		help: setupUsage, run: noStdin(setupCmd),
 	}, {
+		name: "auth", summary: "sign in to, and out of, the remote servers that ask for OAuth (login NAME, status, logout NAME)",
+		help: authUsage, run: noStdin(authCmd),
+	}, {
 		name: "trust", summary: "approve a folder's toolsift.yaml, so that toolsift runs its servers there",
 		help: trustUsage, run: func(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
 			return trustCmd(args, stdout)

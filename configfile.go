@@ -14,6 +14,7 @@ import (
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/internal/dirs"
 	"github.com/toolsift/toolsift/internal/trust"
+	"github.com/toolsift/toolsift/oauth"
 )
 
 // localConfig is the configuration toolsift looks for in the current folder.
@@ -185,4 +186,14 @@ func describeServer(s config.Server) string {
 		what += " (disabled)"
 	}
 	return s.Name + ": " + what
+}
+
+// tokens is where servers' OAuth sign-ins are kept (see oauth.NewTokens); nil, and no
+// sign-in, without a state folder.
+func tokens() *oauth.Tokens {
+	dir, err := dirs.State()
+	if err != nil {
+		return nil
+	}
+	return oauth.NewTokens(dir)
 }

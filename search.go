@@ -88,7 +88,7 @@ func (c *catalogFlags) ranking(ctx context.Context, stderr io.Writer) (ranking, 
 	red := redact.New(cfg.Secrets()...)
 	log := slog.New(redact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), red))
 	// No catalog cache here: search and eval measure what the servers list now.
-	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion()})
+	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), Tokens: tokens()})
 	defer pool.Close()
 	pool.Start(upstream.Hooks{})
 	wctx, cancel := context.WithTimeout(ctx, c.wait)

@@ -65,7 +65,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	red.Add(cfg.Secrets()...)
 	// The proxy is built on the pool, then the pool starts reporting to it.
-	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir()})
+	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), Tokens: tokens()})
 	defer pool.Close()
 	emb := newEmbeddings(cfg, log, false)
 	if emb != nil {

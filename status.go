@@ -38,7 +38,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	red := redact.New(cfg.Secrets()...)
 	log := slog.New(slog.DiscardHandler)
-	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), CachedStartDelay: -1})
+	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), CachedStartDelay: -1, Tokens: tokens()})
 	defer pool.Close()
 	cached := map[string]time.Time{}
 	for _, st := range pool.Statuses() {
@@ -49,13 +49,15 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer cancel()
 	pool.WaitConnected(wctx)
 	fmt.Fprintf(stdout, "%-20s %-10s %6s  %-12s %s\n", "SERVER", "STATE", "TOOLS", "CACHE AGE", "LAST ERROR")
-	var failed, starting []string
+	var failed, starting, login []string
 	for _, st := range pool.Statuses() {
 		switch st.State {
 		case upstream.StateFailed:
 			failed = append(failed, st.Name)
 		case upstream.StateStarting:
 			starting = append(starting, st.Name)
+		case upstream.StateNeedsLogin:
+			login = append(login, st.Name)
 		}
 		age := "none"
 		if !cached[st.Name].IsZero() {
@@ -67,6 +69,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(failed) > 0 {
 		problems = append(problems, fmt.Sprintf("%d of %d servers failed: %s (see LAST ERROR above, and Troubleshoot in the README)",
 			len(failed), len(cfg.Servers), strings.Join(failed, ", ")))
+	}
+	for _, name := range login {
+		problems = append(problems, fmt.Sprintf("%s needs you to sign in: run toolsift auth login %s", name, name))
 	}
 	if len(starting) > 0 {
 		problems = append(problems, fmt.Sprintf("%d of %d servers still starting after %v: %s (a first npx start downloads the server; run again with --wait 2m)",

@@ -3,6 +3,7 @@ package clients
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // entryStatus says what import did with one entry of a client file, which is also what
@@ -93,6 +94,10 @@ func (f *file) finish(s *Server, st entryStatus, ref *entryRef) {
 		if s.Name != s.Key {
 			s.Notes = append(s.Notes, fmt.Sprintf("renamed to %q: toolsift server names use letters, digits, _ and -, at most %d", s.Name, maxName))
 		}
+		if (s.Type == "http" || s.Type == "sse") && !hasAuthorization(s.Headers) {
+			// The client signed in to it itself: toolsift needs its own sign-in.
+			s.Notes = append(s.Notes, fmt.Sprintf("a remote server without an Authorization header usually signs in with OAuth: if toolsift status says it needs a login, run: toolsift auth login %s", s.Name))
+		}
 	}
 	for _, n := range s.Notes {
 		f.warn(s.Key, s.Scope, n)
@@ -160,4 +165,14 @@ func (f *file) block(path []string) *block {
 		}
 	}
 	return nil
+}
+
+// hasAuthorization reports whether headers carry credentials of the user's own.
+func hasAuthorization(headers map[string]string) bool {
+	for k := range headers {
+		if strings.EqualFold(k, "Authorization") {
+			return true
+		}
+	}
+	return false
 }

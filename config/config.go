@@ -124,6 +124,25 @@ type Server struct {
 	// IdleTimeout stops a stdio server that has had no request for this long; the next call
 	// starts it again. Zero means never.
 	IdleTimeout time.Duration
+	// OAuth configures how toolsift signs in to an HTTP or SSE server that asks for OAuth;
+	// nil means discovery and dynamic registration, which most servers need nothing more for.
+	OAuth *OAuth
+}
+
+// OAuth is a server's sign-in settings (toolsift auth login NAME).
+type OAuth struct {
+	// ClientID and ClientSecret are those of an OAuth app the user registered with the
+	// server's authorization server, for servers without dynamic registration (GitHub,
+	// Slack). A secret is sent to the token endpoint as the server's metadata allows.
+	ClientID, ClientSecret string
+	// Scopes are asked for at sign-in, besides what the server asks for.
+	Scopes []string
+	// RedirectURI is the loopback address the sign-in returns to, as registered with the
+	// app; empty means http://127.0.0.1 on a free port.
+	RedirectURI string
+	// ClientMetadataURL names a Client ID Metadata Document the user hosts (https), used as
+	// the client ID where the authorization server supports such documents.
+	ClientMetadataURL string
 }
 
 // Defaults are the top-level settings that apply to every server that does not set its own.
@@ -364,7 +383,7 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 		p.errorf(n, at, "want a mapping (command/args or type/url), got %s", kindName(n))
 		return s
 	}
-	var typeNode, idleNode *yaml.Node
+	var typeNode, idleNode, oauthNode *yaml.Node
 	p.fields(n, at, func(key string, v *yaml.Node, at string) {
 		p.set[at] = true
 		switch key {
@@ -414,6 +433,9 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 		case "idleTimeout":
 			idleNode = v
 			s.IdleTimeout = p.duration(v, at)
+		case "oauth":
+			oauthNode = v
+			s.OAuth = p.oauth(v, at)
 		default:
 			p.unknownKey(v, at, key, serverKeys)
 		}
@@ -434,6 +456,9 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 	case TypeStdio:
 		if s.Command == "" {
 			p.errorf(n, at+".command", "missing: a stdio server needs a command")
+		}
+		if oauthNode != nil {
+			p.errorf(oauthNode, at+".oauth", "only an http or sse server signs in with OAuth")
 		}
 		if s.URL != "" {
 			p.errorf(n, at+".url", "a stdio server takes command, not url")
@@ -657,6 +682,9 @@ func (c *Config) Secrets() []string {
 			}
 		}
 		fromURL(s.URL)
+		if s.OAuth != nil {
+			out = append(out, s.OAuth.ClientSecret)
+		}
 	}
 	out = append(out, c.HTTP.Tokens...)
 	if e := c.Search.Embeddings; e.URL != "" {
@@ -664,4 +692,42 @@ func (c *Config) Secrets() []string {
 		fromURL(e.URL)
 	}
 	return out
+}
+
+// oauth reads a server's oauth block.
+func (p *parser) oauth(n *yaml.Node, at string) *OAuth {
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, at, "want a mapping with clientId, clientSecret, scopes, redirectUri or clientMetadataUrl, got %s", kindName(n))
+		return nil
+	}
+	o := &OAuth{}
+	var secretNode *yaml.Node
+	p.fields(n, at, func(key string, v *yaml.Node, at string) {
+		switch key {
+		case "clientId":
+			o.ClientID = p.str(v, at)
+		case "clientSecret":
+			secretNode = v
+			o.ClientSecret = p.str(v, at)
+		case "scopes":
+			o.Scopes = p.strList(v, at)
+		case "redirectUri":
+			o.RedirectURI = p.str(v, at)
+			if u, err := url.Parse(o.RedirectURI); err != nil || u.Scheme != "http" || u.Port() == "" ||
+				(u.Hostname() != "127.0.0.1" && u.Hostname() != "localhost" && u.Hostname() != "::1") {
+				p.errorf(v, at, "%q is not a loopback address with a port (write http://127.0.0.1:PORT/callback, as registered with the app)", o.RedirectURI)
+			}
+		case "clientMetadataUrl":
+			o.ClientMetadataURL = p.str(v, at)
+			if u, err := url.Parse(o.ClientMetadataURL); err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
+				p.errorf(v, at, "%q is not an https URL with a path (a Client ID Metadata Document is served over https)", o.ClientMetadataURL)
+			}
+		default:
+			p.unknownKey(v, at, key, oauthKeys)
+		}
+	})
+	if o.ClientSecret != "" && o.ClientID == "" && secretNode != nil {
+		p.errorf(secretNode, at+".clientSecret", "a secret needs its clientId")
+	}
+	return o
 }

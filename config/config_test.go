@@ -145,6 +145,12 @@ func TestParseErrors(t *testing.T) {
 		{"top lazyStart a list", "lazyStart: [a]\nmcpServers: {}\n", []string{"c.yaml:1: lazyStart: want true or false, got a list"}},
 		{"startupTimeout zero", "mcpServers:\n  a:\n    command: x\n    startupTimeout: 0s\n", []string{"mcpServers.a.startupTimeout: \"0s\" is not a positive duration"}},
 		{"top idleTimeout number", "idleTimeout: 30\nmcpServers: {}\n", []string{"idleTimeout: \"30\" is not a positive duration"}},
+		{"oauth on stdio", "mcpServers:\n  a:\n    command: x\n    oauth: {clientId: c}\n", []string{"c.yaml:4: mcpServers.a.oauth: only an http or sse server signs in with OAuth"}},
+		{"oauth redirect not loopback", "mcpServers:\n  a:\n    url: https://x/mcp\n    oauth: {redirectUri: \"https://example.com/cb\"}\n", []string{"mcpServers.a.oauth.redirectUri: \"https://example.com/cb\" is not a loopback address with a port"}},
+		{"oauth redirect without port", "mcpServers:\n  a:\n    url: https://x/mcp\n    oauth: {redirectUri: \"http://127.0.0.1/cb\"}\n", []string{"is not a loopback address with a port"}},
+		{"oauth metadata over http", "mcpServers:\n  a:\n    url: https://x/mcp\n    oauth: {clientMetadataUrl: \"http://x/c.json\"}\n", []string{"mcpServers.a.oauth.clientMetadataUrl: \"http://x/c.json\" is not an https URL"}},
+		{"oauth secret without id", "mcpServers:\n  a:\n    url: https://x/mcp\n    oauth:\n      clientSecret: s\n", []string{"mcpServers.a.oauth.clientSecret: a secret needs its clientId"}},
+		{"oauth unknown key", "mcpServers:\n  a:\n    url: https://x/mcp\n    oauth: {client_id: c}\n", []string{"mcpServers.a.oauth.client_id: unknown key"}},
 		{"empty server name", "mcpServers:\n  \"\":\n    command: x\n", []string{"c.yaml:3: mcpServers: a server's name is empty"}},
 		{"two errors at once", "mcpServers:\n  a:\n    command: x\n    bogus: 1\n  b:\n    url: nope\n", []string{"mcpServers.a.bogus", "mcpServers.b.url"}},
 	}
@@ -265,7 +271,7 @@ func TestExampleShowsEveryKey(t *testing.T) {
 	if _, err := Parse("config.example.yaml", data, env(nil)); err != nil {
 		t.Fatalf("the example does not load: %v", err)
 	}
-	for _, keys := range [][]string{topKeys, authKeys, serverKeys, toolKeys, searchKeys, embeddingsKeys} {
+	for _, keys := range [][]string{topKeys, authKeys, serverKeys, toolKeys, searchKeys, embeddingsKeys, oauthKeys} {
 		for _, k := range keys {
 			if !regexp.MustCompile(`(?m)^[ #]*` + k + `:`).Match(data) {
 				t.Errorf("config.example.yaml does not show %s", k)

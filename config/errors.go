@@ -73,7 +73,8 @@ func splitYAMLError(err error) (line int, msg string) {
 var (
 	topKeys    = []string{"mcpServers", "listen", "auth", "allowedOrigins", "sessionIdleTimeout", "readTimeout", "maxConnections", "maxSessions", "maxSessionsPerToken", "lazyStart", "idleTimeout", "startupTimeout", "callTimeout", "maxCalls", "maxResultBytes", "concurrency", "maxUnlocked", "toolSearch", "groups", "search"}
 	authKeys   = []string{"tokens"}
-	serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "prefix", "description", "alwaysLoad", "allow", "deny", "disabled", "tools", "callTimeout", "startupTimeout", "lazyStart", "idleTimeout", "maxResultBytes", "concurrency"}
+	serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "prefix", "description", "alwaysLoad", "allow", "deny", "disabled", "tools", "callTimeout", "startupTimeout", "lazyStart", "idleTimeout", "maxResultBytes", "concurrency", "oauth"}
+	oauthKeys  = []string{"clientId", "clientSecret", "scopes", "redirectUri", "clientMetadataUrl"}
 	toolKeys   = []string{"keywords", "description"}
 	searchKeys = []string{"embeddings", "sampling"}
 	// embeddingsKeys are the keys of search.embeddings.

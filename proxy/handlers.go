@@ -141,7 +141,10 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		// A server starting with its tools known (cached) is searched, and a call waits for
 		// it: not something for the model to avoid.
 		starting := st.State == upstream.StateStarting && st.Tools > 0
-		if !st.State.Usable() && st.State != upstream.StateDisabled && !starting {
+		switch {
+		case st.State == upstream.StateNeedsLogin:
+			res.Unavailable = append(res.Unavailable, fmt.Sprintf("%s (%s: the user must run toolsift auth login %s)", st.Name, st.State, st.Name))
+		case !st.State.Usable() && st.State != upstream.StateDisabled && !starting:
 			res.Unavailable = append(res.Unavailable, fmt.Sprintf("%s (%s)", st.Name, st.State))
 		}
 	}

@@ -59,7 +59,8 @@ func TestMain(m *testing.M) {
 func isolatedEnv(t testing.TB) []string {
 	// GORACE: the race-enabled binaries would otherwise sleep a second before exiting.
 	// XDG_STATE_HOME: approvals and setup's records are the test's own too.
-	return append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "XDG_STATE_HOME="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
+	// TOOLSIFT_TOKEN_STORE: sign-ins go to files in that state folder, never a desktop's keyring.
+	return append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "XDG_STATE_HOME="+t.TempDir(), "TOOLSIFT_TOKEN_STORE=file", "GORACE=atexit_sleep_ms=0")
 }
 
 // npmServer returns the path of a pinned npm server's executable, failing the test (not

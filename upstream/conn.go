@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/oauth"
 )
 
 // Conn is one live connection to an upstream server. Methods may be called concurrently.
@@ -65,16 +67,35 @@ type Peer interface {
 }
 
 // Dialer returns the DialFunc for real servers, which introduces itself as toolsift of the
-// given version.
-func Dialer(version string) DialFunc {
+// given version. tokens, if not nil, signs in to the HTTP and SSE servers that ask for
+// OAuth (see SignsIn).
+func Dialer(version string, tokens *oauth.Tokens) DialFunc {
 	return func(ctx context.Context, srv config.Server, stderr *Tail, notify Notify, peer Peer) (Conn, Info, error) {
-		return dial(ctx, srv, version, stderr, notify, peer)
+		var src *oauth.Source
+		if tokens != nil && SignsIn(srv) {
+			src = tokens.Source(srv.Name, srv.OAuth)
+		}
+		return dial(ctx, srv, version, stderr, notify, peer, src)
 	}
+}
+
+// SignsIn reports whether toolsift may sign in to srv with OAuth: an HTTP or SSE server
+// given no Authorization header of the user's own.
+func SignsIn(srv config.Server) bool {
+	if srv.Type != config.TypeHTTP && srv.Type != config.TypeSSE {
+		return false
+	}
+	for k := range srv.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			return false
+		}
+	}
+	return true
 }
 
 // dial is Dialer's DialFunc: it starts a stdio server's process, or opens the HTTP or SSE
 // transport, then initializes the session.
-func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, notify Notify, peer Peer) (Conn, Info, error) {
+func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, notify Notify, peer Peer, src *oauth.Source) (Conn, Info, error) {
 	var tr transport.Interface
 	var proc *process
 	switch srv.Type {
@@ -87,13 +108,13 @@ func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, 
 		in := &stdinWriter{proc: proc, timeout: cmp.Or(srv.CallTimeout, DefaultCallTimeout)}
 		tr = transport.NewIO(newLineGuard(proc.stdout, srv.MaxResultBytes, slog.Default().With("upstream", srv.Name)), in, nil)
 	case config.TypeHTTP:
-		t, err := transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPBasicClient(limitedClient(srv.MaxResultBytes, srv.Headers)))
+		t, err := transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPBasicClient(httpClient(srv, src)))
 		if err != nil {
 			return nil, Info{}, err
 		}
 		tr = t
 	case config.TypeSSE:
-		t, err := transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers), transport.WithHTTPClient(limitedClient(srv.MaxResultBytes, srv.Headers)))
+		t, err := transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers), transport.WithHTTPClient(httpClient(srv, src)))
 		if err != nil {
 			return nil, Info{}, err
 		}
@@ -144,10 +165,37 @@ func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, 
 	res, err := c.client.Initialize(ctx, req)
 	if err != nil {
 		_ = c.Close()
+		if signIn := signInError(err); signIn != nil {
+			return nil, Info{}, signIn
+		}
 		return nil, Info{}, fmt.Errorf("initializing: %w", err)
 	}
 	caps := res.Capabilities
 	return c, Info{Summary: summary(res), Prompts: caps.Prompts != nil, Resources: caps.Resources != nil, Logging: caps.Logging != nil}, nil
+}
+
+// httpClient is the HTTP client of an HTTP or SSE server: bounded answers (see
+// limitedClient), and its OAuth sign-in, if src is not nil.
+func httpClient(srv config.Server, src *oauth.Source) *http.Client {
+	hc := limitedClient(srv.MaxResultBytes, srv.Headers)
+	if src != nil {
+		hc.Transport = &oauth.Transport{Base: hc.Transport, Source: src}
+	}
+	return hc
+}
+
+// signInError returns the sign-in error err carries, alone: its message is the one to show
+// (it names the command to run), without the transport's wrapping, which quotes the URL.
+func signInError(err error) error {
+	var needs *oauth.NeedsLoginError
+	if errors.As(err, &needs) {
+		return needs
+	}
+	var scope *oauth.ScopeError
+	if errors.As(err, &scope) {
+		return scope
+	}
+	return nil
 }
 
 // summary describes a server in one line: the first line of its instructions, unless that
@@ -216,6 +264,14 @@ func (c *conn) Request(ctx context.Context, method string, params any) (json.Raw
 		if ctx.Err() != nil {
 			c.cancel(id, ctx.Err())
 			return nil, ctx.Err()
+		}
+		if signIn := signInError(err); signIn != nil {
+			var needs *oauth.NeedsLoginError
+			if errors.As(signIn, &needs) {
+				// Nothing works until the user signs in: the supervisor waits for that.
+				c.markLost(signIn)
+			}
+			return nil, signIn
 		}
 		if errors.Is(err, transport.ErrTransportClosed) {
 			return nil, fmt.Errorf("%s: %w", method, ErrClosed)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/oauth"
 )
 
 // State is where a server's connection stands.
@@ -34,6 +35,10 @@ const (
 	// StateIdle is a server that is not running, by design (lazyStart, idleTimeout): its
 	// cached tools are listed and searched, and a call starts it.
 	StateIdle State = "idle"
+	// StateNeedsLogin is a server that asks for an OAuth sign-in toolsift does not have:
+	// calls say to run toolsift auth login NAME, and a sign-in stored meanwhile (by that
+	// command, in another process) is picked up within seconds.
+	StateNeedsLogin State = "needs-login"
 )
 
 // Usable reports whether the server's tools can be called now or after an on-demand start.
@@ -87,6 +92,11 @@ type Options struct {
 	// with the client's first requests for the CPU. A call to one starts it at once. 0
 	// means 1s; negative means no delay.
 	CachedStartDelay time.Duration
+	// Tokens signs in to the HTTP and SSE servers that ask for OAuth; nil means none is
+	// signed in to (a server that asks then fails).
+	Tokens *oauth.Tokens
+	// LoginPoll is how often a server waiting for a sign-in looks for one; 0 means 2s.
+	LoginPoll time.Duration
 	// CacheDir keeps each server's last catalog, so that a restart serves it at once while
 	// the server starts; empty means no cache.
 	CacheDir string
@@ -138,7 +148,7 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Dial == nil {
-		opts.Dial = Dialer(opts.Version)
+		opts.Dial = Dialer(opts.Version, opts.Tokens)
 	}
 	if opts.ConnectTimeout == 0 {
 		opts.ConnectTimeout = 60 * time.Second
@@ -164,6 +174,9 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 	if opts.RelistInterval == 0 {
 		opts.RelistInterval = 500 * time.Millisecond
 	}
+	if opts.LoginPoll == 0 {
+		opts.LoginPoll = 2 * time.Second
+	}
 	p := &Pool{opts: opts, byName: map[string]*server{}}
 	sh := shared{
 		dial:             opts.Dial,
@@ -173,6 +186,7 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 		pingTimeout:      opts.PingTimeout,
 		relistInterval:   opts.RelistInterval,
 		cachedStartDelay: opts.CachedStartDelay,
+		loginPoll:        opts.LoginPoll,
 		starting:         make(chan struct{}, opts.MaxStarting),
 		rebuild:          p.rebuild,
 	}
@@ -458,6 +472,8 @@ func (s *server) await(ctx context.Context) (conn Conn, done func(), err error) 
 		switch {
 		case state == StateDisabled:
 			return nil, nil, errors.New("disabled in the configuration")
+		case state == StateNeedsLogin:
+			return nil, nil, lastErr
 		case failed:
 			return nil, nil, lastErr
 		case state != StateConnected:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/oauth"
 )
 
 // shared is what the pool gives every server at creation: the options that apply to all
@@ -24,6 +25,7 @@ type shared struct {
 	pingTimeout      time.Duration
 	relistInterval   time.Duration
 	cachedStartDelay time.Duration // not positive: no delay
+	loginPoll        time.Duration
 	// starting holds a token for each stdio connection attempt under way (see MaxStarting).
 	starting chan struct{}
 	// rebuild makes the pool's catalog take in the server's new part. A server calls it,
@@ -49,6 +51,9 @@ type server struct {
 	// repairsLogged holds the tools whose schema repairs were logged, so that each is logged
 	// once. Only toolsFrom uses it, in NewPool and then in the supervisor, never at once.
 	repairsLogged map[string]bool
+	// source is the server's OAuth sign-in, nil if it cannot have one: the supervisor asks
+	// it whether a sign-in has come while the server waits for one.
+	source *oauth.Source
 	// startupTimeout and callTimeout are the server's own, or else the pool's.
 	startupTimeout time.Duration
 	callTimeout    time.Duration
@@ -104,6 +109,9 @@ func newServer(cfg config.Server, opts Options, sh shared) *server {
 		state:          StateStarting,
 		changed:        make(chan struct{}),
 		repairsLogged:  map[string]bool{},
+	}
+	if opts.Tokens != nil && SignsIn(cfg) {
+		s.source = opts.Tokens.Source(cfg.Name, cfg.OAuth)
 	}
 	if cfg.Disabled {
 		s.state = StateDisabled

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/oauth"
 )
 
 // errIdle ends a connection that had no request for the server's idleTimeout.
@@ -68,6 +69,17 @@ func (s *server) run(ctx context.Context) {
 			s.log.Info("upstream stopped while idle", "idle_timeout", s.cfg.IdleTimeout.String())
 			continue
 		}
+		var needs *oauth.NeedsLoginError
+		if errors.As(err, &needs) {
+			s.disconnect(needs, StateNeedsLogin)
+			s.log.Warn("upstream needs sign-in", "run", "toolsift auth login "+s.cfg.Name, "reason", needs.Why)
+			if !s.awaitLogin(ctx) {
+				return
+			}
+			s.log.Info("upstream signed in: connecting")
+			backoff = s.shared.retryMin
+			continue
+		}
 		s.mu.Lock()
 		s.stderr = explain(s.stderrTail.String())
 		s.mu.Unlock()
@@ -79,6 +91,27 @@ func (s *server) run(ctx context.Context) {
 			return
 		}
 		backoff = min(backoff*2, s.shared.retryMax)
+	}
+}
+
+// awaitLogin waits until a sign-in is stored for the server (toolsift auth login, in
+// another process), looking every loginPoll. Nothing here starts a sign-in: that needs the
+// user. It reports false when ctx ends.
+func (s *server) awaitLogin(ctx context.Context) bool {
+	if s.source == nil {
+		return s.pause(ctx, s.shared.retryMax)
+	}
+	t := time.NewTicker(s.shared.loginPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			if s.source.Ready(ctx) {
+				return true
+			}
+		}
 	}
 }
 

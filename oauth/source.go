@@ -1,0 +1,391 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolsift/toolsift/config"
+)
+
+// NeedsLoginError means a server asks for a sign-in that toolsift does not have, or that
+// the authorization server no longer honours.
+type NeedsLoginError struct {
+	Server string
+	// Why says what happened, when there is more to say than "not signed in".
+	Why string
+}
+
+func (e *NeedsLoginError) Error() string {
+	msg := fmt.Sprintf("server %q needs you to sign in: run toolsift auth login %s", e.Server, e.Server)
+	if e.Why != "" {
+		msg += " (" + e.Why + ")"
+	}
+	return msg
+}
+
+// ScopeError means a server refused a request for want of a scope its sign-in lacks (403
+// insufficient_scope). The next sign-in asks for it.
+type ScopeError struct {
+	Server, Scope string
+}
+
+func (e *ScopeError) Error() string {
+	return fmt.Sprintf("server %q needs more permission (%s) than it was granted: run toolsift auth login %s to grant it", e.Server, e.Scope, e.Server)
+}
+
+// Tokens hands out the Sources of the servers of one toolsift, over one store.
+type Tokens struct {
+	Store Store
+	// Dir holds the locks that keep two toolsift processes from refreshing one grant at
+	// once: a refresh token rotates, and some servers revoke the whole grant when a spent
+	// one comes back.
+	Dir string
+	// HTTP makes token requests; nil means a client with a 30s timeout.
+	HTTP *http.Client
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	mu      sync.Mutex // guards sources
+	sources map[string]*Source
+}
+
+// NewTokens returns the Tokens of toolsift's state folder (see DefaultStore).
+func NewTokens(stateDir string) *Tokens {
+	return &Tokens{Store: DefaultStore(stateDir), Dir: filepath.Join(stateDir, "oauth")}
+}
+
+func (t *Tokens) now() time.Time {
+	if t.Now != nil {
+		return t.Now()
+	}
+	return time.Now()
+}
+
+func (t *Tokens) http() *http.Client {
+	if t.HTTP != nil {
+		return t.HTTP
+	}
+	return &http.Client{Timeout: 30 * time.Second}
+}
+
+// Source returns the token source of a server, the same for every caller that names it:
+// what one connection learns (a refused grant) the others know. oc is the server's oauth
+// configuration, if any.
+func (t *Tokens) Source(server string, oc *config.OAuth) *Source {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.sources[server]; ok {
+		return s
+	}
+	if t.sources == nil {
+		t.sources = map[string]*Source{}
+	}
+	s := &Source{tokens: t, server: server, oc: oc}
+	t.sources[server] = s
+	return s
+}
+
+// reloadAfter is how long a Source uses the grant it read before reading it again, so that
+// a sign-in made with toolsift auth login (a step-up, say) is picked up within seconds.
+const reloadAfter = 2 * time.Second
+
+// Source gives one server's connection its access token, refreshing it before it expires
+// and once when the server refuses it. Its methods may be called concurrently.
+type Source struct {
+	tokens *Tokens
+	server string
+	oc     *config.OAuth
+
+	mu     sync.Mutex // guards grant and read; held across a refresh, so refreshes are one at a time
+	grant  *Grant     // nil: none stored when last read
+	read   time.Time  // when grant was read
+	failed time.Time  // the Saved of a grant the server refused, not to be tried again
+}
+
+// grantLocked returns the grant, read again if it is old. s.mu must be held.
+func (s *Source) grantLocked(ctx context.Context) (*Grant, error) {
+	now := s.tokens.now()
+	if !s.read.IsZero() && now.Sub(s.read) < reloadAfter {
+		return s.grant, nil
+	}
+	g, err := s.tokens.Store.Load(ctx, s.server)
+	switch {
+	case errors.Is(err, ErrNoGrant):
+		g = nil
+	case err != nil:
+		return nil, err
+	}
+	s.grant, s.read = g, now
+	return g, nil
+}
+
+// Token returns the access token to send, refreshed first if it expires soon; "" when the
+// server has no sign-in (a server that needs none is used without). A grant the
+// authorization server refused is a NeedsLoginError.
+func (s *Source) Token(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, err := s.grantLocked(ctx)
+	if err != nil || g == nil {
+		return "", err
+	}
+	if g.Refused != "" {
+		return "", &NeedsLoginError{Server: s.server, Why: g.Refused}
+	}
+	if !s.expiring(g) {
+		return g.AccessToken, nil
+	}
+	if g.RefreshToken == "" {
+		s.failed = g.Saved
+		return "", &NeedsLoginError{Server: s.server, Why: "the sign-in expired"}
+	}
+	g, err = s.refreshLocked(ctx, g.AccessToken)
+	if err != nil {
+		return "", err
+	}
+	return g.AccessToken, nil
+}
+
+// expiring reports whether g's access token expires soon: within a quarter of its lifetime,
+// at most a minute.
+func (s *Source) expiring(g *Grant) bool {
+	if g.Expiry.IsZero() {
+		return g.AccessToken == ""
+	}
+	margin := time.Minute
+	if g.Lifetime > 0 {
+		margin = min(margin, g.Lifetime/4)
+	}
+	return s.tokens.now().Add(margin).After(g.Expiry)
+}
+
+// Refused is called when the server refused the access token spent: the grant is refreshed
+// once, unless another caller (or process) has refreshed it since. It returns the token to
+// try again with, or a NeedsLoginError.
+func (s *Source) Refused(ctx context.Context, spent string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.read = time.Time{}
+	g, err := s.grantLocked(ctx)
+	if err != nil {
+		return "", err
+	}
+	if g == nil || g.Refused != "" {
+		return "", &NeedsLoginError{Server: s.server}
+	}
+	if g.AccessToken != spent && !s.expiring(g) {
+		return g.AccessToken, nil
+	}
+	if g.RefreshToken == "" {
+		return "", &NeedsLoginError{Server: s.server, Why: "the server refused its token"}
+	}
+	g, err = s.refreshLocked(ctx, spent)
+	if err != nil {
+		return "", err
+	}
+	return g.AccessToken, nil
+}
+
+// refreshLocked refreshes the grant, within the lock that other processes take too. It runs
+// on a context of its own: a refresh the caller gave up on must still be saved, or the
+// rotated refresh token is lost. s.mu must be held.
+func (s *Source) refreshLocked(ctx context.Context, spent string) (*Grant, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	// Another process may have refreshed meanwhile.
+	g, err := s.tokens.Store.Load(ctx, s.server)
+	if err != nil {
+		if errors.Is(err, ErrNoGrant) {
+			return nil, &NeedsLoginError{Server: s.server}
+		}
+		return nil, err
+	}
+	if g.Refused == "" && g.AccessToken != spent && !s.expiring(g) {
+		s.grant, s.read = g, s.tokens.now()
+		return g, nil
+	}
+	fresh, err := refresh(ctx, s.tokens.http(), g, s.client(g), s.tokens.now())
+	var refused *RefusedError
+	if errors.As(err, &refused) && (refused.Code == "invalid_grant" || refused.Code == "invalid_client" || refused.Code == "unauthorized_client") {
+		// Not retried: the grant is spent (revoked, expired, or the server was deleted).
+		// A new sign-in replaces it.
+		g.Refused = "the authorization server refused to refresh the sign-in (" + refused.Code + ")"
+		g.AccessToken, g.RefreshToken = "", ""
+		g.Saved = s.tokens.now()
+		if err := s.tokens.Store.Save(ctx, g); err != nil {
+			return nil, err
+		}
+		s.grant, s.read = g, s.tokens.now()
+		return nil, &NeedsLoginError{Server: s.server, Why: g.Refused}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("refreshing the sign-in of %q: %w", s.server, err)
+	}
+	if err := s.tokens.Store.Save(ctx, fresh); err != nil {
+		return nil, fmt.Errorf("saving the refreshed sign-in of %q: %w", s.server, err)
+	}
+	s.grant, s.read = fresh, s.tokens.now()
+	return fresh, nil
+}
+
+// client is the client a grant's tokens were issued to: a configured secret comes from the
+// configuration, a registered one from the grant.
+func (s *Source) client(g *Grant) Client {
+	c := Client{ID: g.ClientID, Secret: g.ClientSecret, AuthMethod: g.AuthMethod}
+	if s.oc != nil && s.oc.ClientID == g.ClientID && s.oc.ClientSecret != "" {
+		c.Secret = s.oc.ClientSecret
+	}
+	return c
+}
+
+// Want records scopes a server asked for (403 insufficient_scope), for the next sign-in.
+func (s *Source) Want(ctx context.Context, scope string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, err := s.tokens.Store.Load(ctx, s.server)
+	if err != nil {
+		return err
+	}
+	before := len(g.Wanted)
+	for _, sc := range strings.Fields(scope) {
+		if !slices.Contains(g.Wanted, sc) {
+			g.Wanted = append(g.Wanted, sc)
+		}
+	}
+	if len(g.Wanted) == before {
+		return nil
+	}
+	s.grant, s.read = nil, time.Time{}
+	return s.tokens.Store.Save(ctx, g)
+}
+
+// Ready reports whether a sign-in is stored that was not refused: for a server waiting for
+// one, the cue to connect again.
+func (s *Source) Ready(ctx context.Context) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.read = time.Time{}
+	g, err := s.grantLocked(ctx)
+	return err == nil && g.SignedIn() && !g.Saved.Equal(s.failed)
+}
+
+// Failed marks the stored sign-in as one the server refused as it is: Ready ignores it
+// until another is saved.
+func (s *Source) Failed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.grant != nil {
+		s.failed = s.grant.Saved
+	}
+}
+
+// lockStale is how old a refresh lock must be to be taken from a process that left it.
+const lockStale = time.Minute
+
+// lock takes the server's refresh lock, shared by every toolsift process.
+func (s *Source) lock(ctx context.Context) (func(), error) {
+	if err := os.MkdirAll(s.tokens.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(s.tokens.Dir, unsafeName.ReplaceAllString(s.server, "_")+".lock")
+	for {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err == nil {
+			f.Close()
+			return func() { os.Remove(path) }, nil
+		}
+		if st, serr := os.Stat(path); serr == nil && time.Since(st.ModTime()) > lockStale {
+			os.Remove(path)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for another toolsift's refresh of %q: %w", s.server, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Transport adds a server's access token to its requests and turns the answers that ask
+// for a sign-in into errors that say so: a 401 with a Bearer challenge (after one refresh)
+// is a NeedsLoginError, a 403 insufficient_scope a ScopeError. A server that needs no
+// sign-in is reached as it would be without.
+type Transport struct {
+	Base   http.RoundTripper
+	Source *Source
+}
+
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	token, err := t.Source.Token(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.send(req, token)
+	if err != nil {
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusUnauthorized:
+		_, bearer := ParseChallenge(resp.Header)
+		if !bearer && token == "" {
+			return resp, nil // not OAuth: the transport reports it as it is
+		}
+		drain(resp)
+		replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+		if token == "" || !replayable {
+			return nil, &NeedsLoginError{Server: t.Source.server}
+		}
+		if token, err = t.Source.Refused(ctx, token); err != nil {
+			return nil, err
+		}
+		if resp, err = t.send(req, token); err != nil {
+			return nil, err
+		}
+		if resp.StatusCode == http.StatusUnauthorized {
+			drain(resp)
+			t.Source.Failed()
+			return nil, &NeedsLoginError{Server: t.Source.server, Why: "the server refused the sign-in"}
+		}
+	case http.StatusForbidden:
+		if ch, ok := ParseChallenge(resp.Header); ok && ch.Error == "insufficient_scope" {
+			drain(resp)
+			_ = t.Source.Want(ctx, ch.Scope)
+			return nil, &ScopeError{Server: t.Source.server, Scope: ch.Scope}
+		}
+	}
+	return resp, nil
+}
+
+// send sends a copy of req with the token, its body replayed.
+func (t *Transport) send(req *http.Request, token string) (*http.Response, error) {
+	out := req.Clone(req.Context())
+	if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		out.Body = body
+	}
+	if token != "" {
+		out.Header.Set("Authorization", "Bearer "+token)
+	}
+	return t.Base.RoundTrip(out)
+}
+
+func drain(resp *http.Response) {
+	resp.Body.Close()
+}
