@@ -84,16 +84,6 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if isTerminal(stdin) {
 		fmt.Fprintln(stderr, "toolsift speaks MCP on stdin and stdout, for an MCP client to start; press Ctrl-D to stop. To check your servers, run: toolsift status")
 	}
-	if f, ok := stdin.(*os.File); ok {
-		in, undo := pollable(f)
-		defer undo()
-		stdin = in
-	}
-	if f, ok := stdout.(*os.File); ok {
-		out, undo := pollable(f)
-		defer undo()
-		stdout = out
-	}
 	return srv.ServeStdio(ctx, stdin, stdout)
 }
 

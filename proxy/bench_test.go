@@ -26,8 +26,8 @@ import (
 
 // The benchmarks here run the proxy in process, over the public catalogs of bench/catalogs
 // (1,142 tools of 41 servers) repeated under renamed servers for larger sizes. A request
-// goes through mcp-go's HandleMessage, is encoded as a transport would encode it, and is
-// written through a responseWatcher, so each op costs what one request costs toolsift.
+// goes through mcp-go's HandleMessage and is encoded as a transport would encode it, so
+// each op costs what one request costs toolsift.
 
 var (
 	baseToolsOnce sync.Once
@@ -115,8 +115,7 @@ type benchClient struct {
 	inited atomic.Bool
 	ctx    context.Context
 	p      *Server
-	w      *responseWatcher
-	out    countingWriter // what w wrote
+	out    countingWriter // what rpc wrote
 	nextID atomic.Int64
 }
 
@@ -140,10 +139,7 @@ var _ server.ClientSession = (*benchClient)(nil)
 // (noDrain) get a channel big enough instead.
 func benchSession(tb testing.TB, p *Server, id, client string, drain bool) *benchClient {
 	tb.Helper()
-	// As over stdio: responses are written through a responseWatcher, which splices lists.
-	lists := &pendingSplices{relist: true}
 	c := &benchClient{id: id, p: p}
-	c.w = &responseWatcher{w: &c.out, lists: lists}
 	if drain {
 		c.notes = make(chan mcp.JSONRPCNotification, 16)
 		done := make(chan struct{})
@@ -159,7 +155,7 @@ func benchSession(tb testing.TB, p *Server, id, client string, drain bool) *benc
 	if err := p.mcp.RegisterSession(context.Background(), c); err != nil {
 		tb.Fatal(err)
 	}
-	c.ctx = withPendingSplices(p.mcp.WithContext(context.Background(), c), lists)
+	c.ctx = p.mcp.WithContext(context.Background(), c)
 	c.rpc(tb, "initialize", map[string]any{
 		"protocolVersion": "2025-11-25",
 		"capabilities":    map[string]any{},
@@ -180,7 +176,7 @@ func (c *benchClient) rpc(tb testing.TB, method string, params any) int {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := c.w.Write(out); err != nil {
+	if _, err := c.out.Write(out); err != nil {
 		tb.Fatal(err)
 	}
 	if _, isErr := resp.(mcp.JSONRPCError); isErr {

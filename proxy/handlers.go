@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolsift/toolsift/search"
 	"github.com/toolsift/toolsift/upstream"
@@ -154,7 +153,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		res.Unlocked, res.Dropped = append(res.Unlocked, added...), dropped
 		if len(added) > 0 || len(dropped) > 0 {
 			// Hold the result until the session has re-listed (see session).
-			hold = s.announce(withResultSoon(ctx), sess, len(added) > 0, "search")
+			hold = s.announce(ctx, sess, len(added) > 0, "search")
 		}
 	}
 	res.Hint = hintCall
@@ -171,62 +170,24 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	s.log.Info("tool search", "session", sess.id, "query", *args.Query, "results", names,
 		"unlocked", len(res.Unlocked), "dropped", len(res.Dropped), "pending", pending, "hold", hold,
 		"duration_ms", time.Since(start).Milliseconds())
-	return searchResult(ctx, sess, res, matched), nil
+	return searchResult(sess, res, matched), nil
 }
 
-// searchResult encodes a tool_search result with the given matches: always as JSON text, and
-// as structuredContent too for the clients whose model reads it instead (see
-// session.structured). The matches' bytes come from their forms, made once per catalog.
-func searchResult(ctx context.Context, sess *session, res SearchResult, matched []*form) *mcp.CallToolResult {
-	res.Matches = []Match{}
-	bare := encodeJSON(res)
-	at := bytes.Index(bare, []byte(`"matches":[`)) + len(`"matches":[`)
-	head, tail := bare[:at], bare[at:]
-	size := len(head) + len(tail) + len(matched)
-	for _, f := range matched {
-		size += len(f.matchJSON)
-	}
-	out := &mcp.CallToolResult{}
-	spliced := pendingSplicesFrom(ctx) != nil
-	// The result as plain JSON is needed as structuredContent, and as the text where
-	// mcp-go encodes it (a transport that does not splice).
-	if structured := sess.structured(); structured || !spliced {
-		plain := appendMatches(append(make([]byte, 0, size), head...), matched, false)
-		plain = append(plain, tail...)
-		if structured {
-			out.RawStructuredContent = plain
-			out.StructuredContent = json.RawMessage(plain)
-		}
-		if !spliced {
-			out.Content = []mcp.Content{mcp.NewTextContent(string(plain))}
-			return out
-		}
-	}
-	// The text as mcp-go would write it, escaped piece by piece: the matches' pieces are
-	// escaped once per catalog.
-	text := make([]byte, 0, size+size/4)
-	text = append(text, `{"type":"text","text":"`...)
-	text = appendMatches(appendEscaped(text, head), matched, true)
-	text = appendEscaped(text, tail)
-	text = append(text, `"}`...)
-	out.Content = []mcp.Content{&splicedText{item: text}}
-	return out
-}
-
-// appendMatches appends the matches' JSON, comma-separated, escaped as within a JSON string
-// if escaped.
-func appendMatches(dst []byte, matched []*form, escaped bool) []byte {
+// searchResult encodes a tool_search result with the given matches: always as JSON text,
+// and as structuredContent too for the clients whose model reads it instead (see
+// session.structured).
+func searchResult(sess *session, res SearchResult, matched []*form) *mcp.CallToolResult {
+	res.Matches = make([]Match, len(matched))
 	for i, f := range matched {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		if escaped {
-			dst = append(dst, f.matchText...)
-		} else {
-			dst = append(dst, f.matchJSON...)
-		}
+		res.Matches[i] = f.match
 	}
-	return dst
+	text := encodeJSON(res)
+	out := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(text))}}
+	if sess.structured() {
+		out.RawStructuredContent = text
+		out.StructuredContent = json.RawMessage(text)
+	}
+	return out
 }
 
 func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -285,7 +246,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		forwarded.Add(1)
 		// Through the calling request's session, so that progress reaches the caller on
 		// every transport.
-		_ = s.mcp.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), m)
+		_ = sess.conn.Notify(ctx, string(mcp.MethodNotificationProgress), m)
 	}
 	if !sess.enterCall(s.opts.MaxCalls) {
 		s.log.Warn("tool call refused", "session", sess.id, "tool", t.Exposed, "upstream", t.Server, "max_calls", s.opts.MaxCalls)
@@ -295,7 +256,9 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	start := time.Now()
 	raw, err := s.ups.Call(ctx, t.Exposed, args.Arguments, token, progress)
 	if forwarded.Load() > 0 {
-		flushNotifications(ctx)
+		// A notification sent as a call's handler ends can be lost over streamable HTTP,
+		// and must precede the result over stdio.
+		sess.conn.Flush(ctx)
 	}
 	log := s.log.With("session", sess.id, "tool", t.Exposed, "upstream", t.Server, "duration_ms", time.Since(start).Milliseconds())
 	if err != nil {
@@ -350,35 +313,6 @@ func schemaOrEmpty(s json.RawMessage) json.RawMessage {
 	return s
 }
 
-// flushNotifications waits, briefly, until the session has taken every notification queued
-// during a call (progress, upstream log messages). Over streamable HTTP a forwarder moves them
-// onto the request's stream, and one it holds when the handler returns is dropped (a race in
-// mcp-go); the last message of a call is sent just before its result, so it would be lost
-// most often. Over stdio a marker sent after them tells exactly when they are written (see
-// stdioConn.flush), so that the result follows them, not a guess of forwardGrace later.
-func flushNotifications(ctx context.Context) {
-	cs := server.ClientSessionFromContext(ctx)
-	if cs == nil {
-		return
-	}
-	if c, ok := cs.(*stdioConn); ok && c.flush(ctx) {
-		return
-	}
-	ch := cs.NotificationChannel()
-	deadline := time.Now().Add(200 * time.Millisecond)
-	for len(ch) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Microsecond)
-	}
-	// The forwarder writes what it took under a lock, and may wait to be scheduled: give it
-	// time to. Only calls that forwarded notifications pay this.
-	time.Sleep(forwardGrace)
-}
-
-// forwardGrace is how long a call that forwarded notifications waits, once they are all
-// taken, before returning its result, where no flush marker tells when they are written
-// (every transport but stdio). A variable for tests only.
-var forwardGrace = 20 * time.Millisecond
-
 type forwardCountKey struct{}
 
 // withForwardCount gives a call a counter of the notifications forwarded to its caller.
@@ -431,4 +365,14 @@ func (s *Server) group(cat *upstream.Catalog, name string, unlocks bool) ([]stri
 		return nil, fmt.Errorf("group:%s has %d tools to unlock, more than a session keeps unlocked (%d, maxUnlocked in toolsift's config); search within it with keywords, or server:%s and keywords", name, hidden, s.opts.MaxUnlocked, name)
 	}
 	return names, nil
+}
+
+// encodeJSON encodes v as a result's text: <, > and & as they are, which encoding/json
+// would escape for HTML, to keep URLs in descriptions legible.
+func encodeJSON(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }

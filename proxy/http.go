@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -317,24 +318,6 @@ func (w idWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// spliceWriter splices a tools/list or tool_search response as it is written (see
-// pendingSplices).
-type spliceWriter struct {
-	passWriter
-	lists *pendingSplices
-}
-
-func (w spliceWriter) Write(p []byte) (int, error) {
-	pl, ok := w.lists.take(p)
-	if !ok {
-		return w.passWriter.Write(p)
-	}
-	if _, err := w.passWriter.Write(pl.splice(p)); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
 // claimer watches the response to a request that opens a session for the session's ID: the
 // Mcp-Session-Id header of streamable HTTP, or the endpoint event of the legacy SSE stream
 // ("data: /message?sessionId=ID"). It binds the ID to the place the gate reserved for it.
@@ -433,6 +416,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A body of unstated length is cut off at the limit instead.
 	r.Body = http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes)
 	var method string // of a request; "" for a notification or an answer
+	var reqID json.RawMessage
 	var body []byte
 	if r.Method == http.MethodPost {
 		var err error
@@ -446,7 +430,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			refuse(w, "Request body not received within the read timeout", http.StatusRequestTimeout)
 			return
 		}
-		_, method, _ = request(body)
+		reqID, method, _ = request(body)
 	}
 	_ = rc.SetReadDeadline(time.Time{})
 	// A request that opens a session takes a place among the sessions first.
@@ -470,13 +454,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w = idWriter{passWriter{w}}
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		if (method == string(mcp.MethodToolsList) || method == string(mcp.MethodToolsCall)) && r.URL.Path == "/mcp" {
-			// Streamable HTTP answers on the request's own response: a list or a search
-			// result is spliced as it is written (see pendingSplices). Outside idWriter,
-			// which would change the id the response is known by.
-			lists := &pendingSplices{}
-			w = spliceWriter{passWriter{w}, lists}
-			r = r.WithContext(withPendingSplices(r.Context(), lists))
+		if method == string(mcp.MethodServerDiscover) && r.URL.Path == "/mcp" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`+"\n", reqID, mcp.METHOD_NOT_FOUND, discoverRefused)
+			return
 		}
 	}
 	// Only requests count: a cancellation must get through to the calls it cancels.
@@ -591,4 +572,13 @@ func (g *gate) leave(id string) {
 	if g.inFlight[id]--; g.inFlight[id] <= 0 {
 		delete(g.inFlight, id)
 	}
+}
+
+// request returns a client's request's id and method, if the message is a request (a
+// notification or an answer to toolsift is not).
+func request(msg []byte) (id json.RawMessage, method string, ok bool) {
+	if m := parseMessage(msg); m.isRequest() {
+		return m.ID, m.Method, true
+	}
+	return nil, "", false
 }

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/toolsift/toolsift/internal/pace"
 	"github.com/toolsift/toolsift/search"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -173,9 +172,7 @@ func (s *Server) Close() error {
 // NewIndex builds the search index of a catalog.
 func NewIndex(cat *upstream.Catalog) *search.Index {
 	docs := make([]search.Doc, 0, len(cat.Tools))
-	var pc pace.Pacer // requests run meanwhile, as in search.NewIndex
 	for _, t := range cat.Tools {
-		pc.Step()
 		docs = append(docs, Doc(t))
 	}
 	return search.NewIndex(docs)

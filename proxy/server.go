@@ -5,7 +5,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -50,7 +49,7 @@ type Options struct {
 	ListWait time.Duration
 	// MaxCalls bounds the tool calls one session may have in flight; past it a call is an
 	// isError result at once. 0 means 32. Hung calls never starve tool_search: over stdio
-	// each request has a worker of its own (see stdioConn).
+	// each request has a goroutine of its own (see ServeStdio).
 	MaxCalls int
 	// MaxUnlocked bounds the tools one session has unlocked; past it, the least recently
 	// used (unlocked, matched or called) fall out of its list. 0 means 30.
@@ -74,6 +73,10 @@ type Options struct {
 	// ShutdownGrace is how long, once ServeStdio's context ends, the requests already read
 	// may take to be answered; 0 means 10s.
 	ShutdownGrace time.Duration
+	// ForwardGrace is how long a call that forwarded notifications waits over streamable
+	// HTTP or SSE, once mcp-go took them, before returning its result: nothing tells when
+	// mcp-go's forwarder has written them (see mcpConn.Flush). 0 means 20ms.
+	ForwardGrace time.Duration
 	// Redactor masks secrets in every upstream error before a client sees it (a call's
 	// result, a prompt or resource error, /readyz); nil masks only URLs and known token
 	// shapes. Upstream errors can quote a URL's API key or what a server printed.
@@ -150,6 +153,9 @@ func New(ups Upstreams, opts Options) *Server {
 	if opts.ShutdownGrace == 0 {
 		opts.ShutdownGrace = 10 * time.Second
 	}
+	if opts.ForwardGrace == 0 {
+		opts.ForwardGrace = 20 * time.Millisecond
+	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
@@ -159,10 +165,8 @@ func New(ups Upstreams, opts Options) *Server {
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.session(cs.SessionID()) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.endSession(cs.SessionID()) })
-	hooks.AddOnRequestInitialization(refuseDiscover)
 	hooks.AddAfterInitialize(s.afterInitialize)
 	hooks.AddAfterListTools(s.afterListTools)
-	hooks.AddAfterCallTool(s.afterCallTool)
 	// Prompts and resources are registered when the catalog changes; these catch a request
 	// that arrives before that news.
 	hooks.AddBeforeListPrompts(func(context.Context, any, *mcp.ListPromptsRequest) { s.syncPromptsAndResources() })
@@ -207,23 +211,6 @@ func New(ups Upstreams, opts Options) *Server {
 
 // MCP returns the underlying mcp-go server, for transports.
 func (s *Server) MCP() *server.MCPServer { return s.mcp }
-
-// refuseDiscover answers server/discover, the 2026-07-28 probe, with an error. That revision
-// drops sessions, so per-session tool lists would be invalid under it; clients that speak both
-// (Claude Code among them) take the error as a cue to initialize at 2025-11-25 instead.
-func refuseDiscover(_ context.Context, _ any, message any) error {
-	raw, ok := message.(json.RawMessage)
-	if !ok {
-		return nil
-	}
-	var m struct {
-		Method string `json:"method"`
-	}
-	if json.Unmarshal(raw, &m) == nil && m.Method == string(mcp.MethodServerDiscover) {
-		return errors.New("server/discover is not supported: toolsift keeps per-session tool lists, so initialize with protocol 2025-11-25 or older")
-	}
-	return nil
-}
 
 // stable reports whether the request uses a protocol revision (2026-07-28 or later) under
 // which tools/list must not vary per connection. Such clients get always-load tools and the

@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -278,20 +280,36 @@ func TestFirstParagraph(t *testing.T) {
 	}
 }
 
-// TestDiscoverRefused checks that the 2026-07-28 probe fails, so that clients initialize at
-// 2025-11-25 where per-session lists are valid, while other requests are still served.
+// TestDiscoverRefused checks that the 2026-07-28 probe fails, over stdio and over HTTP, so
+// that clients initialize at 2025-11-25 where per-session lists are valid, while other
+// requests are still served.
 func TestDiscoverRefused(t *testing.T) {
 	p := newTestProxy(t)
 	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-	for _, tt := range []struct{ msg, want string }{
-		{`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":` + meta + `}}`, `"error"`},
+	tests := []struct{ msg, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":` + meta + `}}`, `"error":{"code":-32601,"message":"server/discover is not supported`},
 		{`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, `"protocolVersion":"2025-11-25"`},
 		{`{"jsonrpc":"2.0","id":3,"method":"ping","params":{}}`, `"result"`},
-	} {
-		out, _ := json.Marshal(p.MCP().HandleMessage(context.Background(), json.RawMessage(tt.msg)))
-		if !strings.Contains(string(out), tt.want) {
-			t.Errorf("%s\n  answered %s, want %s", tt.msg, out, tt.want)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- p.ServeStdio(context.Background(), inR, outW) }()
+	out := bufio.NewReader(outR)
+	for _, tt := range tests {
+		fmt.Fprintln(inW, tt.msg)
+		if line, _ := out.ReadString('\n'); !strings.Contains(line, tt.want) {
+			t.Errorf("stdio: %s\n  answered %s, want %s", tt.msg, line, tt.want)
 		}
+	}
+	inW.Close()
+	<-served
+
+	h, shutdown := p.HTTPHandler(HTTPOptions{})
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { srv.Close(); shutdown(context.Background()) })
+	if got := bodyOf(t, srv.URL+"/mcp", "", tests[0].msg); !strings.Contains(string(got), tests[0].want) {
+		t.Errorf("HTTP: server/discover answered %s", got)
 	}
 }
 

@@ -3,7 +3,6 @@ package proxy
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"slices"
 	"sync"
 	"time"
@@ -34,19 +33,18 @@ import (
 //     tools/list, and the client's prompt cache with it, stays stable; past MaxUnlocked the
 //     least recently used fall out, since every tool listed is resent with every model
 //     request.
-//  2. Announce (Server.announce): send notifications/tools/list_changed through the calling
-//     request's own session (notifyListChanged): over streamable HTTP a client that holds no
-//     GET stream has only the POST stream of its current request.
+//  2. Announce (Server.announce): send notifications/tools/list_changed through the
+//     session's Conn, in the calling request's context: over streamable HTTP a client that
+//     holds no GET stream has only the POST stream of its current request.
 //  3. Hold (tool_search only): wait for listed to close, capped by Options.ListWait. Halfway
 //     through, send list_changed a second time in case the first was lost. call_tool does not
 //     hold: the model already has the tool it called.
 //  4. Re-list (Server.afterListTools): tools/list is built from unlocked and the version it
-//     was built at is noted. For a watched session (stdio, whose transport lets the proxy see
-//     its output) the list counts only once its response has been written: the response and
-//     the tool_search result are written by different goroutines, and the client must read
-//     them in that order. responseWatcher sees the response go out and looks up whose it was
-//     in its connection's pendingSplices, by the response's id alone. Other transports count
-//     the list as soon as it is built.
+//     was built at is noted. For a watched session (stdio, whose transport writes the
+//     response itself) the list counts only once its response has been written (the
+//     transport calls listWritten): the response and the tool_search result are written by
+//     different goroutines, and the client must read them in that order. Other transports
+//     count the list as soon as it is built.
 //  5. markListed: if the list has every unlock so far (its version is the latest), close
 //     listed and replace it with a fresh channel. That releases the held tool_search.
 //
@@ -69,7 +67,11 @@ import (
 // taken while it is held. No lock is held while waiting for a client; only Server.registerMu is held across
 // calls into mcp-go (see syncPromptsAndResources).
 type session struct {
-	id string // fixed at creation; "" for a request without a session
+	// Fixed at creation.
+	id   string // "" for a request without a session
+	conn Conn
+	// watched is set for sessions whose transport reports written lists (stdio).
+	watched bool
 
 	mu sync.Mutex // guards the fields below
 	// unlocked holds exposed names in unlock order; used maps the same names to the tick
@@ -82,10 +84,9 @@ type session struct {
 	// every unlock so far (step 5).
 	listed chan struct{}
 	// version counts the session's unlocks; a list built before the latest does not count
-	// as the re-list a waiting tool_search wants.
-	version int
-	// watched is set for sessions whose transport reports written responses (stdio).
-	watched bool
+	// as the re-list a waiting tool_search wants. built is the version of the newest list
+	// built for a watched session, counted once written.
+	version, built int
 	// client is the name the client gave in initialize ("" until then), and protocol the
 	// protocol revision it asked for.
 	client, protocol string
@@ -146,16 +147,31 @@ func (sess *session) leaveCall() {
 	sess.mu.Unlock()
 }
 
-// session returns the state of the session with the given id, creating it on first use.
+// session returns the state of the session with the given id, creating it on first use as
+// a session of a transport mcp-go serves.
 func (s *Server) session(id string) *session {
 	s.sessionsMu.Lock()
 	defer s.sessionsMu.Unlock()
 	sess, ok := s.sessions[id]
 	if !ok {
-		sess = &session{id: id, listed: make(chan struct{}), holds: true}
+		sess = s.newSession(id, mcpConn{mcp: s.mcp, id: id, grace: s.opts.ForwardGrace}, false)
 		s.sessions[id] = sess
 	}
 	return sess
+}
+
+// openSession starts the state of a session served over conn; watched says the transport
+// reports written lists (see session, step 4).
+func (s *Server) openSession(id string, conn Conn, watched bool) *session {
+	s.sessionsMu.Lock()
+	defer s.sessionsMu.Unlock()
+	sess := s.newSession(id, conn, watched)
+	s.sessions[id] = sess
+	return sess
+}
+
+func (s *Server) newSession(id string, conn Conn, watched bool) *session {
+	return &session{id: id, conn: conn, watched: watched, listed: make(chan struct{}), holds: true}
 }
 
 // endSession forgets a session's state: mcp-go unregisters a session when its client sends
@@ -186,7 +202,7 @@ func (s *Server) sessionFrom(ctx context.Context) *session {
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		return s.session(cs.SessionID())
 	}
-	return &session{listed: make(chan struct{})}
+	return s.newSession("", mcpConn{mcp: s.mcp, grace: s.opts.ForwardGrace}, false)
 }
 
 // unlock makes names, best first, visible to sess (step 1), and counts them used. It
@@ -257,17 +273,13 @@ func (s *Server) announce(ctx context.Context, sess *session, wait bool, reason 
 	listed, holds, settle := sess.listed, sess.holds, sess.settle
 	limit := cmp.Or(sess.wait, s.opts.ListWait)
 	sess.mu.Unlock()
+	s.notifyListChanged(ctx, sess, reason)
 	if !wait || !holds {
-		// Nothing waits for the client to act on it: over stdio it may go out with the
-		// request's result, if that follows at once.
-		s.notifyListChanged(ctx, sess, reason)
 		if !wait {
 			return holdNone
 		}
 		return holdSkipped
 	}
-	ctx = withoutResultSoon(ctx) // a re-list comes before the result: nothing to wait for
-	s.notifyListChanged(ctx, sess, reason)
 	outcome := holdTimeout
 	half := time.NewTimer(limit / 2)
 	defer half.Stop()
@@ -308,22 +320,10 @@ wait:
 	return outcome
 }
 
-// notifyListChanged sends list_changed through the request's own session: over streamable
-// HTTP a client that holds no GET stream has only the POST stream of its current request.
+// notifyListChanged sends list_changed through the session's Conn, before the reply of the
+// request at hand.
 func (s *Server) notifyListChanged(ctx context.Context, sess *session, reason string) {
-	method := string(mcp.MethodNotificationToolsListChanged)
-	if c, ok := server.ClientSessionFromContext(ctx).(*stdioConn); ok && c.Initialized() {
-		// Written by this goroutine, so before the request's answer: not through mcp-go's
-		// queue, whose goroutine would write it when it next runs.
-		c.notify(ctx, method)
-		s.log.Debug("list_changed sent", "session", sess.id, "reason", reason)
-		return
-	}
-	err := s.mcp.SendNotificationToClient(ctx, method, nil)
-	if err != nil && sess.id != "" {
-		err = s.mcp.SendNotificationToSpecificClient(sess.id, method, nil)
-	}
-	if err != nil {
+	if err := sess.conn.Notify(ctx, string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
 		s.log.Warn("list_changed not sent", "session", sess.id, "reason", reason, "error", err)
 		return
 	}
@@ -332,10 +332,9 @@ func (s *Server) notifyListChanged(ctx context.Context, sess *session, reason st
 
 // afterListTools replaces mcp-go's list with the session's own: always-load tools,
 // tool_search, call_tool, then unlocked tools in unlock order (step 4); or every tool, while
-// they all fit (fitsAll). Each tool comes from the catalog's view, encoded once however many
-// sessions list it; a transport that splices lists (see pendingSplices) gets a placeholder in
-// their place, and writes the encoded tools into the response itself.
-func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
+// they all fit (fitsAll). Each tool comes from the catalog's view, made once however many
+// sessions list it.
+func (s *Server) afterListTools(ctx context.Context, _ any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
 	sess := s.sessionFrom(ctx)
 	v := s.view()
 	var forms []*form
@@ -357,42 +356,34 @@ func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsReq
 		unlocked = slices.Clone(sess.unlocked)
 	}
 	version := sess.version
+	if sess.watched {
+		sess.built = max(sess.built, version)
+	}
 	sess.mu.Unlock()
 	for _, name := range unlocked {
 		if f, ok := v.form(name); ok && !f.always {
 			forms = append(forms, f)
 		}
 	}
-	lists := pendingSplicesFrom(ctx)
-	pl := pendingSplice{version: version}
-	if lists != nil && len(forms) > 0 {
-		pl.tools = forms
-	}
 	if !all {
 		s.log.Debug("tools listed", "session", sess.id, "tools", len(forms), "version", version)
 	}
-	// A list counts as the re-list a held tool_search waits for once it is written, where
-	// the transport tells (stdio), and else once it is built.
-	relist := lists != nil && lists.relist && !all
-	if relist {
-		pl.sess = sess
+	result.Tools = make([]mcp.Tool, 0, len(forms))
+	for _, f := range forms {
+		result.Tools = append(result.Tools, f.tool)
 	}
-	pending := false
-	if pl.tools != nil || relist {
-		key, _ := json.Marshal(id)
-		pending = lists.add(string(key), pl)
-	}
-	if pending && pl.tools != nil {
-		result.Tools = []mcp.Tool{listPlaceholder}
-	} else {
-		result.Tools = make([]mcp.Tool, 0, len(forms))
-		for _, f := range forms {
-			result.Tools = append(result.Tools, f.tool)
-		}
-	}
-	if !pending || !relist {
+	if !sess.watched {
 		sess.markListed(version)
 	}
+}
+
+// listWritten is called by a watched session's transport once a tools/list response is
+// written: the newest list built counts as the re-list.
+func (sess *session) listWritten() {
+	sess.mu.Lock()
+	built := sess.built
+	sess.mu.Unlock()
+	sess.markListed(built)
 }
 
 // markListed wakes whoever waits for the session to re-list, if the list, built at version,

@@ -1,13 +1,21 @@
 package proxy
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolsift/toolsift/internal/jsonrpc"
 )
@@ -15,236 +23,476 @@ import (
 // ServeStdio serves one client over in and out until in ends or ctx is done. Only JSON-RPC
 // is written to out.
 //
+// toolsift is its own stdio transport around mcp-go's server, rather than mcp-go's
+// StdioServer: that one installs signal handling, serves tool calls from a pool of five
+// workers (five hung calls would hold every search behind them), cancels what it has read
+// when its context ends, and writes notifications from a goroutine of its own, after the
+// reply they should precede. Here each message is read and decoded once, each request is
+// served on a goroutine of its own by mcp-go's server, and every message is written by the
+// goroutine that has it, under one lock.
+//
 // When ctx ends (SIGTERM), toolsift stops reading but goes on answering the requests it has
-// read, for up to ShutdownGrace, then cancels the calls still in flight.
+// read, for up to ShutdownGrace, then cancels those still in flight. When in ends, it
+// cancels them at once: the client is gone.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	// Output passes through a responseWatcher, so the re-list handshake can wait for the
-	// tools/list response to be written (see session, step 4), and so that lists and search
-	// results are spliced (see pendingSplices).
-	watcher := &responseWatcher{w: out, lists: &pendingSplices{relist: true}}
-	listen, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-	input := &drainReader{r: in, stopped: ctx.Done(), released: listen.Done(), maxLine: s.opts.MaxRequestBytes,
-		refuse: func(id []byte) {
-			s.log.Warn("request refused: too large", "max_bytes", s.opts.MaxRequestBytes)
-			if id != nil {
-				msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32600,"message":"request over %d bytes, toolsift's limit"}}`+"\n", id, s.opts.MaxRequestBytes)
-				watcher.Write([]byte(msg))
-			}
-		}}
-	watcher.answered = input.owed.answered
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		select {
-		case <-listen.Done():
-			return
-		case <-ctx.Done():
-		}
-		grace := time.NewTimer(s.opts.ShutdownGrace)
-		defer grace.Stop()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for input.owed.len() > 0 {
-			select {
-			case <-grace.C:
-				s.log.Warn("requests unanswered at shutdown", "pending", input.owed.len(), "grace", s.opts.ShutdownGrace.String())
-				stop()
-				return
-			case <-tick.C:
-			}
-		}
-		stop()
-	}()
-	err := newStdioConn(s, watcher).serve(listen, input)
-	stop()
-	<-drained
-	return err
+	return newStdio(s, out).serve(ctx, in)
 }
 
-// drainReader reads a client's requests a line at a time, noting which are owed an answer
-// and carrying big numeric ids through mcp-go (see wrapBigID), until stopped; from then on
-// it reads nothing (what comes after a SIGTERM is not taken), and ends once released.
-type drainReader struct {
-	r        io.Reader
-	stopped  <-chan struct{}
-	released <-chan struct{}
-	owed     owedSet
-	// maxLine bounds a request; refuse is told, once the line has ended, the id (nil if none
-	// was found) of one over it.
-	maxLine int
-	refuse  func(id []byte)
-
-	// Only next uses these.
-	buf      [32 << 10]byte
-	partial  []byte    // the start of a line whose end has not been read
-	skipping bool      // the rest of a line over maxLine is being read and dropped
-	head     []byte    // while skipping: the line's start, and
-	tail     []byte    // its last bytes, where the id may be
-	out      []message // checked lines, to hand out
-	err      error     // the reader's error, once out is spent
+func newStdio(s *Server, out io.Writer) *stdio {
+	return &stdio{s: s, out: out, notes: make(chan mcp.JSONRPCNotification, 100),
+		pending: map[int64]chan answer{}, closed: make(chan struct{})}
 }
 
-// message is a line the client wrote, and what toolsift reads of it (once: the line is
-// decoded here, then by mcp-go's server).
+// stdio is a stdio connection: its transport, its Conn, and its one client session as
+// mcp-go's server sees it.
+type stdio struct {
+	s     *Server
+	notes chan mcp.JSONRPCNotification // mcp-go's notifications to the session
+
+	writeMu   sync.Mutex // guards out: each message is one write
+	out       io.Writer
+	writeErrs atomic.Int32 // failed writes to the client
+
+	initialized atomic.Bool
+	level       atomic.Value // mcp.LoggingLevel
+	info        atomic.Value // mcp.Implementation
+	caps        atomic.Value // mcp.ClientCapabilities
+	version     atomic.Value // string: the protocol version
+
+	mu       sync.Mutex // guards pending, nextID and stopping
+	pending  map[int64]chan answer
+	nextID   int64
+	stopping bool           // no more requests are taken
+	served   sync.WaitGroup // requests being served
+	closed   chan struct{}  // closed when the connection stops serving
+}
+
+// answer is the client's answer to a request of toolsift's.
+type answer struct {
+	result json.RawMessage
+	err    *mcp.JSONRPCErrorDetails
+}
+
+var (
+	_ Conn                              = (*stdio)(nil)
+	_ server.SessionWithLogging         = (*stdio)(nil)
+	_ server.SessionWithClientInfo      = (*stdio)(nil)
+	_ server.SessionWithProtocolVersion = (*stdio)(nil)
+	_ server.SessionWithSampling        = (*stdio)(nil)
+	_ server.SessionWithElicitation     = (*stdio)(nil)
+	_ server.SessionWithRoots           = (*stdio)(nil)
+)
+
+// message is a line the client wrote, decoded once.
 type message struct {
 	line           []byte
-	id             json.RawMessage
-	method         string
-	result, errObj json.RawMessage
-	err            error // the line is not JSON, or not JSON-RPC as toolsift reads it
+	ID             json.RawMessage `json:"id"`
+	Method         string          `json:"method"`
+	Result         json.RawMessage `json:"result"`
+	Error          json.RawMessage `json:"error"`
+	malformed, bad bool            // not JSON; JSON but not JSON-RPC as toolsift reads it
 }
 
 func parseMessage(line []byte) message {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
+	m := message{line: line}
+	if err := json.Unmarshal(line, &m); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		m.bad = errors.As(err, &typeErr)
+		m.malformed = !m.bad
 	}
-	err := json.Unmarshal(line, &m)
-	return message{line: line, id: m.ID, method: m.Method, result: m.Result, errObj: m.Error, err: err}
+	return m
 }
 
 // isRequest reports a request of the client's: one owed an answer.
-func (m message) isRequest() bool { return m.err == nil && len(m.id) > 0 && m.method != "" }
+func (m message) isRequest() bool { return !m.malformed && !m.bad && len(m.ID) > 0 && m.Method != "" }
 
-// next returns the next message, or io.EOF once stopped and released, or the reader's error.
-func (d *drainReader) next() (message, error) {
-	for len(d.out) == 0 {
-		if d.isStopped() {
-			<-d.released
-			return message{}, io.EOF
+func (c *stdio) serve(ctx context.Context, in io.Reader) error {
+	// Requests outlive ctx by the shutdown grace: they run under a context of their own.
+	reqCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	s := c.s
+	if err := s.mcp.RegisterSession(reqCtx, c); err != nil {
+		return fmt.Errorf("registering the stdio session: %w", err)
+	}
+	defer s.mcp.UnregisterSession(reqCtx, c.SessionID())
+	sess := s.openSession(c.SessionID(), c, true)
+	reqCtx = s.mcp.WithContext(reqCtx, c)
+
+	var notifier sync.WaitGroup
+	notifier.Go(func() {
+		for {
+			select {
+			case n := <-c.notes:
+				if n.Method == flushMethod {
+					close(n.Params.AdditionalFields["done"].(chan struct{})) // all before it are out
+					continue
+				}
+				c.write(n)
+			case <-c.closed:
+				return
+			}
 		}
-		if d.err != nil {
-			return message{}, d.err
+	})
+
+	// The reader hands over each message as read. It ends at the end of input; after a
+	// SIGTERM it may be blocked in a read no one can interrupt, and ends with the process.
+	type read struct {
+		m          message
+		head, tail []byte // of a line over MaxRequestBytes
+		err        error
+	}
+	lines := make(chan read)
+	go func() {
+		r := jsonrpc.NewLines(in, s.opts.MaxRequestBytes)
+		for {
+			line, head, tail, err := r.Next()
+			var msg read
+			switch {
+			case err != nil:
+				msg.err = err
+			case head != nil:
+				msg.head, msg.tail = head, tail
+			default:
+				msg.m = parseMessage(line)
+			}
+			select {
+			case lines <- msg:
+			case <-c.closed:
+				return
+			}
+			if err != nil {
+				return
+			}
 		}
-		n, err := d.r.Read(d.buf[:])
-		if d.isStopped() {
-			<-d.released
-			return message{}, io.EOF
-		}
-		d.err = err
-		d.take(d.buf[:n])
-		if err != nil && len(d.partial) > 0 { // a last line without its newline
-			d.line(d.partial)
-			d.partial = nil
+	}()
+
+	var err error
+	sigterm := false
+loop:
+	for {
+		select {
+		case r := <-lines:
+			switch {
+			case r.err == io.EOF:
+				break loop
+			case r.err != nil:
+				err = fmt.Errorf("reading stdin: %w", r.err)
+				break loop
+			case r.head != nil:
+				s.log.Warn("request refused: too large", "max_bytes", s.opts.MaxRequestBytes)
+				if id := jsonrpc.IDOfEnds(r.head, r.tail); id != nil {
+					c.writeError(id, mcp.INVALID_REQUEST, fmt.Sprintf("request over %d bytes, toolsift's limit", s.opts.MaxRequestBytes))
+				}
+			default:
+				c.dispatch(reqCtx, sess, r.m)
+			}
+		case <-ctx.Done():
+			sigterm = true
+			break loop
 		}
 	}
-	m := d.out[0]
-	d.out = d.out[1:]
-	return m, nil
+	c.mu.Lock()
+	c.stopping = true
+	c.mu.Unlock()
+	if sigterm {
+		c.drain()
+	}
+	cancel()
+	c.served.Wait()
+	close(c.closed)
+	notifier.Wait()
+	return err
 }
 
-func (d *drainReader) isStopped() bool {
+// drain waits, up to ShutdownGrace, for the requests read before a SIGTERM to be answered.
+func (c *stdio) drain() {
+	done := make(chan struct{})
+	go func() {
+		c.served.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(c.s.opts.ShutdownGrace)
+	defer t.Stop()
 	select {
-	case <-d.stopped:
-		return true
-	default:
-		return false
+	case <-done:
+	case <-t.C:
+		c.s.log.Warn("requests unanswered at shutdown", "grace", c.s.opts.ShutdownGrace.String())
 	}
 }
 
-// endsKept is how much of each end of a line over maxLine is kept, to find its id.
-const endsKept = 4096
-
-// take adds what was read: each line it completes, checked, to out.
-func (d *drainReader) take(b []byte) {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		chunk := b
-		if i >= 0 {
-			chunk = b[:i]
-		}
-		switch {
-		case d.skipping:
-			d.tail = append(d.tail, chunk...)
-			d.tail = d.tail[max(0, len(d.tail)-endsKept):]
-		case len(d.partial)+len(chunk) > d.maxLine:
-			d.head = append(d.partial[:min(len(d.partial), endsKept):min(len(d.partial), endsKept)], chunk[:min(len(chunk), max(0, endsKept-len(d.partial)))]...)
-			d.tail = append([]byte(nil), chunk[max(0, len(chunk)-endsKept):]...)
-			d.partial, d.skipping = nil, true
-		default:
-			d.partial = append(d.partial, chunk...)
-		}
-		if i < 0 {
+// dispatch serves a message: a request on a goroutine of its own, so that a hung call never
+// holds a search; a notification, or an answer to toolsift, at once, in the order read.
+func (c *stdio) dispatch(ctx context.Context, sess *session, m message) {
+	switch {
+	case len(m.line) == 0 || m.malformed && isBlank(m.line):
+		return
+	case m.malformed:
+		c.writeError(json.RawMessage("null"), mcp.PARSE_ERROR, "Parse error")
+	case m.Method == "" && len(m.ID) > 0 && (m.Result != nil || m.Error != nil):
+		c.answered(m)
+	case m.isRequest() && m.Method == string(mcp.MethodServerDiscover):
+		c.writeError(m.ID, mcp.METHOD_NOT_FOUND, discoverRefused)
+	case m.isRequest():
+		c.mu.Lock()
+		if c.stopping {
+			c.mu.Unlock()
 			return
 		}
-		if d.skipping {
-			d.refuse(jsonrpc.IDOfEnds(d.head, d.tail))
-			d.skipping, d.head, d.tail = false, nil, nil
-		} else {
-			d.line(append(d.partial, '\n'))
-			d.partial = nil
-		}
-		b = b[i+1:]
+		c.served.Add(1)
+		c.mu.Unlock()
+		go func() {
+			defer c.served.Done()
+			c.handle(ctx, m)
+			if m.Method == string(mcp.MethodToolsList) {
+				// Written: the re-list a held tool_search waits for (see session).
+				sess.listWritten()
+			}
+		}()
+	default:
+		// A notification, or JSON that is not JSON-RPC as toolsift reads it: mcp-go's server
+		// answers that as it sees fit.
+		c.handle(ctx, m)
 	}
 }
 
-// line adds a line to out, with a big id wrapped, and notes a request as owed an answer.
-// A blank line is no message.
-func (d *drainReader) line(line []byte) {
-	if len(bytes.TrimSpace(line)) == 0 {
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// handle has mcp-go's server handle a message, and writes its answer, if any, under the
+// id the client wrote: mcp-go decodes an id through a float64, which rounds one too long.
+func (c *stdio) handle(ctx context.Context, m message) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.log.Error("panic serving a request", "panic", r, "stack", string(debug.Stack()))
+			if m.isRequest() {
+				c.writeError(m.ID, mcp.INTERNAL_ERROR, "internal error")
+			}
+		}
+	}()
+	resp := c.s.mcp.HandleMessage(ctx, m.line)
+	if resp == nil {
 		return
 	}
-	m := parseMessage(wrapBigID(line)) // wrapped first: the answer carries the id as mcp-go saw it
-	if m.isRequest() {
-		d.owed.add(string(m.id))
+	if !m.isRequest() {
+		c.write(resp)
+		return
 	}
-	d.out = append(d.out, m)
+	switch r := resp.(type) {
+	case mcp.JSONRPCResponse:
+		result, err := json.Marshal(r.Result)
+		if err != nil {
+			c.s.log.Error("encoding a result", "method", m.Method, "error", err)
+			c.writeError(m.ID, mcp.INTERNAL_ERROR, "internal error")
+			return
+		}
+		c.writeLine(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, result))
+	case mcp.JSONRPCError:
+		details, _ := json.Marshal(r.Error)
+		c.writeLine(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":%s}`+"\n", m.ID, details))
+	default:
+		c.write(resp)
+	}
 }
 
-// owedSet holds the ids of the requests read and not yet answered. The reader adds, the
-// writer of answers takes away; answers to no request on the list (a parse error's, a
-// refusal's) change nothing.
-type owedSet struct {
-	mu  sync.Mutex // guards ids
-	ids map[string]bool
+// discoverRefused answers server/discover, the 2026-07-28 probe. That revision drops
+// sessions, so per-session tool lists would be invalid under it; clients that speak both
+// (Claude Code among them) take the error as a cue to initialize at 2025-11-25 instead.
+const discoverRefused = "server/discover is not supported: toolsift keeps per-session tool lists, so initialize with protocol 2025-11-25 or older"
+
+func (c *stdio) writeError(id json.RawMessage, code int, msg string) {
+	text, _ := json.Marshal(msg)
+	c.writeLine(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, text))
 }
 
-func (o *owedSet) add(id string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.ids == nil {
-		o.ids = map[string]bool{}
+// write writes msg, one JSON-RPC message, on a line.
+func (c *stdio) write(msg any) {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		c.s.log.Error("encoding a message to the client", "error", err)
+		return
 	}
-	o.ids[id] = true
+	c.writeLine(append(b, '\n'))
 }
 
-func (o *owedSet) answered(id []byte) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	delete(o.ids, string(id))
+// writeLine writes one message and its newline, whole.
+func (c *stdio) writeLine(line []byte) {
+	c.writeMu.Lock()
+	_, err := c.out.Write(line)
+	c.writeMu.Unlock()
+	if err != nil {
+		// A client gone is EPIPE here: logged once at warn, not fatal.
+		level := slog.LevelDebug
+		if c.writeErrs.Add(1) == 1 {
+			level = slog.LevelWarn
+		}
+		c.s.log.Log(context.Background(), level, "writing to the client", "error", err)
+	}
 }
 
-func (o *owedSet) len() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.ids)
+// Notify writes a notification at once: before the reply of the request being served,
+// which its handler writes when it returns.
+func (c *stdio) Notify(_ context.Context, method string, params map[string]any) error {
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: method}}
+	if params != nil {
+		n.Params.AdditionalFields = params
+	}
+	c.write(n)
+	return nil
 }
 
-// request returns a client's request's id and method, if the message is a request (a
-// notification or an answer to toolsift is not).
-func request(msg []byte) (id []byte, method string, ok bool) {
-	if m := parseMessage(msg); m.isRequest() {
-		return m.id, m.method, true
+// flushMethod marks a flush in the connection's queue of notifications. It is never
+// written out.
+const flushMethod = "notifications/toolsift/flush"
+
+// Flush waits, for up to 200 ms, until every notification mcp-go queued to the connection
+// so far has been written: they are written one at a time, in the order queued, so once a
+// marker queued after them is taken, they are out.
+func (c *stdio) Flush(ctx context.Context) {
+	done := make(chan struct{})
+	marker := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+		Method: flushMethod, Params: mcp.NotificationParams{AdditionalFields: map[string]any{"done": done}}}}
+	t := time.NewTimer(200 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case c.notes <- marker:
+	case <-t.C:
+		return
+	case <-ctx.Done():
+		return
 	}
-	return nil, "", false
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-c.closed:
+	}
 }
 
-// responseID returns the id of an answer toolsift writes, as mcp-go writes it: jsonrpc, id,
-// then result or error (a request of toolsift's own has method after the id).
-func responseID(p []byte) ([]byte, bool) {
-	if !bytes.HasPrefix(p, []byte(`{"jsonrpc":"2.0","id":`)) {
-		return nil, false
+// answered hands the client's answer to the request of toolsift's it is for.
+func (c *stdio) answered(m message) {
+	a := answer{result: m.Result}
+	if m.Error != nil {
+		a.err = &mcp.JSONRPCErrorDetails{Code: mcp.INTERNAL_ERROR, Message: string(m.Error)}
+		_ = json.Unmarshal(m.Error, a.err) // a malformed error is still an error
 	}
-	start, end, ok := jsonrpc.IDSpan(p)
-	if !ok {
-		return nil, false
+	id, err := strconv.ParseInt(string(m.ID), 10, 64)
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	delete(c.pending, id) // a second answer to it goes nowhere
+	c.mu.Unlock()
+	if err != nil || !ok {
+		c.s.log.Debug("an answer to no request of toolsift's", "id", string(m.ID))
+		return
 	}
-	after := bytes.TrimLeft(p[end:], ", ")
-	if !bytes.HasPrefix(after, []byte(`"result":`)) && !bytes.HasPrefix(after, []byte(`"error":`)) {
-		return nil, false
-	}
-	return p[start:end], true
+	ch <- a // buffered for the one answer
 }
+
+// request sends the client a request and decodes its answer's result into result.
+func (c *stdio) request(ctx context.Context, method string, params, result any) error {
+	ch := make(chan answer, 1)
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+	c.write(struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      int64  `json:"id"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{mcp.JSONRPC_VERSION, id, method, params})
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			return fmt.Errorf("%s: the client answered error %d: %s", method, a.err.Code, a.err.Message)
+		}
+		if err := json.Unmarshal(a.result, result); err != nil {
+			return fmt.Errorf("%s: decoding the client's answer: %w", method, err)
+		}
+		return nil
+	case <-c.closed:
+		return fmt.Errorf("%s: the client is gone", method)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *stdio) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	var res mcp.CreateMessageResult
+	if err := c.request(ctx, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams, &res); err != nil {
+		return nil, err
+	}
+	content, err := mcp.ParseSamplingContent(res.Content)
+	if err != nil {
+		return nil, fmt.Errorf("sampling: the client's answer: %w", err)
+	}
+	res.Content = content
+	return &res, nil
+}
+
+func (c *stdio) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	var res mcp.ElicitationResult
+	if err := c.request(ctx, string(mcp.MethodElicitationCreate), req.Params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (c *stdio) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	var res mcp.ListRootsResult
+	if err := c.request(ctx, string(mcp.MethodListRoots), req.Params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionID is "stdio", as mcp-go's: a stdio connection has one session.
+func (c *stdio) SessionID() string { return "stdio" }
+
+func (c *stdio) NotificationChannel() chan<- mcp.JSONRPCNotification { return c.notes }
+
+func (c *stdio) Initialize() {
+	c.level.Store(mcp.LoggingLevelError)
+	c.initialized.Store(true)
+}
+
+func (c *stdio) Initialized() bool { return c.initialized.Load() }
+
+func (c *stdio) SetLogLevel(level mcp.LoggingLevel) { c.level.Store(level) }
+
+func (c *stdio) GetLogLevel() mcp.LoggingLevel {
+	level, _ := c.level.Load().(mcp.LoggingLevel)
+	return cmp.Or(level, mcp.LoggingLevelError)
+}
+
+func (c *stdio) GetClientInfo() mcp.Implementation {
+	info, _ := c.info.Load().(mcp.Implementation)
+	return info
+}
+
+func (c *stdio) SetClientInfo(info mcp.Implementation) { c.info.Store(info) }
+
+func (c *stdio) GetClientCapabilities() mcp.ClientCapabilities {
+	caps, _ := c.caps.Load().(mcp.ClientCapabilities)
+	return caps
+}
+
+func (c *stdio) SetClientCapabilities(caps mcp.ClientCapabilities) { c.caps.Store(caps) }
+
+func (c *stdio) ProtocolVersion() string {
+	v, _ := c.version.Load().(string)
+	return v
+}
+
+func (c *stdio) SetProtocolVersion(v string) { c.version.Store(v) }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"encoding/json"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,17 +26,12 @@ type view struct {
 	fits atomic.Int32
 }
 
-// form is one tool as clients see it: the definition exposedTool makes, that definition
-// as mcp-go encodes it (the bytes a spliced tools/list carries), and its tool_search match.
+// form is one tool as clients see it: the definition exposedTool makes for tools/list, and
+// its tool_search match.
 type form struct {
 	always bool // the tool is always-load
 	tool   mcp.Tool
-	raw    json.RawMessage
 	match  Match
-	// matchJSON is match as a search result carries it, and matchText is matchJSON as
-	// it reads inside a JSON string, as mcp-go escapes it: a result is assembled from
-	// these without encoding a schema again (see searchResult).
-	matchJSON, matchText []byte
 }
 
 // newView makes the view of cat.
@@ -67,16 +61,11 @@ func (v *view) form(name string) (*form, bool) {
 
 // newForm makes the form of a tool.
 func newForm(t upstream.Tool) *form {
-	f := &form{always: t.AlwaysLoad, tool: exposedTool(t)}
-	f.raw, _ = json.Marshal(f.tool)
-	f.match = Match{
+	return &form{always: t.AlwaysLoad, tool: exposedTool(t), match: Match{
 		Name: t.Exposed, Server: t.Server,
 		Description: firstParagraph(t.Description, 1024),
 		InputSchema: schemaOrEmpty(t.InputSchema),
-	}
-	f.matchJSON = encodeJSON(f.match)
-	f.matchText = escapeJSON(f.matchJSON)
-	return f
+	}}
 }
 
 // alwaysForms returns the forms of the always-load tools.
@@ -147,7 +136,4 @@ func (m *metaTools) forms(statuses []upstream.Status) (search, call *form) {
 	return m.search, m.call
 }
 
-func metaForm(t mcp.Tool) *form {
-	raw, _ := json.Marshal(t)
-	return &form{tool: t, raw: raw}
-}
+func metaForm(t mcp.Tool) *form { return &form{tool: t} }

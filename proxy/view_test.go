@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,10 +17,10 @@ import (
 	"github.com/toolsift/toolsift/upstream"
 )
 
-// TestListSplicedOverHTTP lists a session's tools over toolsift's streamable HTTP front
-// end, which splices the encoded tools into the response, and over mcp-go's own HTTP
-// server, which encodes them itself: the two lists must be the same bytes.
-func TestListSplicedOverHTTP(t *testing.T) {
+// TestListOverHTTP lists a session's tools over toolsift's streamable HTTP front end and
+// over mcp-go's own HTTP server: the gate changes nothing of the list, which has the tool
+// the session unlocked.
+func TestListOverHTTP(t *testing.T) {
 	p := newTestProxy(t)
 	h, shutdown := p.HTTPHandler(HTTPOptions{})
 	spliced := httptest.NewServer(h)
@@ -37,9 +36,9 @@ func TestListSplicedOverHTTP(t *testing.T) {
 		lists = append(lists, bodyOf(t, url, id, `{"jsonrpc":"2.0","id":"list-3","method":"tools/list","params":{}}`))
 	}
 	if !bytes.Equal(lists[0], lists[1]) {
-		t.Fatalf("spliced list differs from mcp-go's:\n%s\n%s", lists[0], lists[1])
+		t.Fatalf("the gate's list differs from mcp-go's:\n%s\n%s", lists[0], lists[1])
 	}
-	if bytes.Contains(lists[0], []byte(listPlaceholder.Name)) || !bytes.Contains(lists[0], []byte(`"name":"gh__create_issue"`)) {
+	if !bytes.Contains(lists[0], []byte(`"name":"gh__create_issue"`)) {
 		t.Errorf("list = %s", lists[0])
 	}
 }
@@ -79,44 +78,6 @@ func bodyOf(t *testing.T, url, id, body string) []byte {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return b
-}
-
-// TestSplice checks that a pending list is spliced only into the response that answers it,
-// written as JSON or as an SSE event, and never into a request of the server's that has the
-// same id, nor into another response.
-func TestSplice(t *testing.T) {
-	f := newForm(upstream.Tool{Server: "gh", Name: "x", Exposed: "gh__x", Description: "X."})
-	placeholder := string(listPlaceholderJSON)
-	tests := []struct {
-		name, msg string
-		spliced   bool
-	}{
-		{"json", `{"jsonrpc":"2.0","id":7,"result":{"tools":[` + placeholder + `]}}` + "\n", true},
-		{"sse", "event: message\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"tools":[` + placeholder + `]}}` + "\n\n", true},
-		{"server request with the id", `{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{"x":[` + placeholder + `]}}`, false},
-		{"other response", `{"jsonrpc":"2.0","id":8,"result":{"content":[` + placeholder + `]}}`, false},
-		{"notification", `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":[` + placeholder + `]}}`, false},
-	}
-	for _, tt := range tests {
-		lists := &pendingSplices{}
-		lists.add("7", pendingSplice{tools: []*form{f, f}})
-		pl, ok := lists.take([]byte(tt.msg))
-		if ok != tt.spliced {
-			t.Errorf("%s: take = %v, want %v", tt.name, ok, tt.spliced)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		got := string(spliceTools([]byte(tt.msg), pl.tools))
-		want := strings.Replace(tt.msg, placeholder, string(f.raw)+","+string(f.raw), 1)
-		if got != want {
-			t.Errorf("%s: splice = %s, want %s", tt.name, got, want)
-		}
-		if _, again := lists.take([]byte(tt.msg)); again {
-			t.Errorf("%s: taken twice", tt.name)
-		}
-	}
 }
 
 // TestSearchUsesTheBuiltIndex changes the catalog under a proxy: a search at once uses the
@@ -169,13 +130,7 @@ func TestListSearchAndCallShareForms(t *testing.T) {
 	if c, _ := p.view().form(name); c == a {
 		t.Error("a new catalog reuses the old catalog's form")
 	}
-	var raw map[string]any
-	if err := json.Unmarshal(a.raw, &raw); err != nil || raw["name"] != name {
-		t.Errorf("form = %s (%v)", a.raw, err)
-	}
-	var want bytes.Buffer
-	json.NewEncoder(&want).Encode(a.tool)
-	if got := string(a.raw) + "\n"; got != want.String() {
-		t.Errorf("raw form %s, mcp-go encodes %s", got, want.String())
+	if a.tool.Name != name || a.match.Name != name {
+		t.Errorf("form of %s: tool %s, match %s", name, a.tool.Name, a.match.Name)
 	}
 }

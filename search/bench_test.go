@@ -2,8 +2,6 @@ package search
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"runtime"
 	"slices"
 	"testing"
@@ -157,11 +155,7 @@ func BenchmarkSearchLatency(b *testing.B) {
 
 // BenchmarkSearchChinese parses and ranks each request of bench/zh.yaml, Chinese over tools
 // described in English, so each word goes through its English. The table is loaded first:
-// cjk's BenchmarkLoad measures that. The heavy words' English is merged the second time a
-// word is searched for and kept (see glossShares); the -new runs forget every word before
-// each search, as if each were new, and the -merge runs all but their having been searched
-// for once, so that each search merges its heavy words. The others report the words the
-// cache keeps, and its bytes per tool.
+// cjk's BenchmarkLoad measures that.
 func BenchmarkSearchChinese(b *testing.B) {
 	loadCJK(b)
 	cases, err := LoadCases("../bench/zh.yaml")
@@ -171,31 +165,15 @@ func BenchmarkSearchChinese(b *testing.B) {
 	for _, n := range benchSizes {
 		for _, shape := range shapes {
 			ix := NewIndex(shape.docs(b, n))
-			for _, run := range []string{"", "-new", "-merge"} {
-				b.Run(fmt.Sprint(n)+shape.name+run, func(b *testing.B) {
-					b.ReportAllocs()
-					i := 0
-					for b.Loop() {
-						q, _ := ParseQuery(cases[i%len(cases)].Query)
-						if run != "" {
-							b.StopTimer()
-							c := &ix.glosses
-							c.m, c.held, c.asked = nil, 0, nil
-							if run == "-merge" {
-								ix.Search(q, 5)
-								c.m, c.held = nil, 0
-							}
-							b.StartTimer()
-						}
-						ix.Search(q, 5)
-						i++
-					}
-					if run == "" { // what the cache holds once every request has come
-						b.ReportMetric(float64(len(ix.glosses.m)), "words-kept")
-						b.ReportMetric(float64(ix.glosses.held)/float64(n), "cache-B/tool")
-					}
-				})
-			}
+			b.Run(fmt.Sprint(n)+shape.name, func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					q, _ := ParseQuery(cases[i%len(cases)].Query)
+					ix.Search(q, 5)
+					i++
+				}
+			})
 		}
 	}
 }
@@ -280,50 +258,5 @@ func BenchmarkPossessive(b *testing.B) {
 				ix.Search(q, 5)
 			}
 		})
-	}
-}
-
-// BenchmarkSearchChineseFull ranks the Chinese requests of bench/zh.yaml and
-// zh-holdout.yaml over 10,000 pooled tools, in turn, at random, and at random favouring a
-// few (Zipf), with the heavy words' English never merged (off), merged into a cache a third
-// the size they need (third), and into one that holds them all (all): a vocabulary larger
-// than the cache should cost no more than scoring the expansions (see glossCache).
-func BenchmarkSearchChineseFull(b *testing.B) {
-	loadCJK(b)
-	docs := pooled(b, 10000)
-	queries := caseQueries(b, "../bench/zh.yaml", "../bench/zh-holdout.yaml")
-	ix := NewIndex(docs)
-	for range 3 {
-		for _, q := range queries {
-			ix.Search(q, 5)
-		}
-	}
-	need := ix.glosses.held
-	for _, pattern := range []string{"turn", "random", "zipf"} {
-		for _, mode := range []string{"off", "third", "all"} {
-			ix := NewIndex(docs)
-			switch mode {
-			case "off":
-				ix.glosses.min = math.MaxInt
-			case "third":
-				ix.glosses.limit = need / 3
-			}
-			r := rand.New(rand.NewPCG(1, 2))
-			z := rand.NewZipf(r, 1.1, 1, uint64(len(queries)-1))
-			b.Run(pattern+"-"+mode, func(b *testing.B) {
-				i := 0
-				for b.Loop() {
-					q := queries[i%len(queries)]
-					switch pattern {
-					case "random":
-						q = queries[r.IntN(len(queries))]
-					case "zipf":
-						q = queries[z.Uint64()]
-					}
-					ix.Search(q, 5)
-					i++
-				}
-			})
-		}
 	}
 }

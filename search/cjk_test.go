@@ -2,11 +2,8 @@ package search
 
 import (
 	"fmt"
-	"math"
 	"reflect"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -157,105 +154,5 @@ func TestChineseCatalogUnmoved(t *testing.T) {
 		if fmt.Sprint(with) != fmt.Sprint(without) {
 			t.Errorf("%q: with glosses %v, without %v", c.Query, with, without)
 		}
-	}
-}
-
-// TestGlossShares ranks the Chinese requests of bench/ over 10,000 tools and CloudLedger's
-// Chinese ones, with the heavy words' English merged and kept (see glossShares) and scored
-// as expansions: the hits must be identical, to the bit, whether the cache holds every word,
-// fills, or can hold none. A word is merged the second time it is searched for.
-func TestGlossShares(t *testing.T) {
-	loadCJK(t)
-	docs := append(readCatalog(t, "../bench/cloudledger/cloudledger.json", "cloudledger"), pooled(t, 10000)...)
-	ix := NewIndex(docs)
-	queries := caseQueries(t, "../bench/zh.yaml", "../bench/zh-holdout.yaml", "../bench/cloudledger/cases.yaml")
-	// The same English at other weights, as a lone character's (钮: button) has half a
-	// word's (按钮): entries must not mix them up.
-	for _, s := range []string{"开", "新建 创建 文件", "+issue 开个", "查看 打开"} {
-		q, err := ParseQuery(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		queries = append(queries, q)
-		for _, scale := range []float64{0.5, 0.25} {
-			q.glosses = slices.Clone(q.glosses)
-			for i := range q.glosses {
-				q.glosses[i].weight *= scale
-			}
-			queries = append(queries, q)
-		}
-	}
-	limits := []int{5, 0}
-	search := func() [][]Hit {
-		var out [][]Hit
-		for _, q := range queries {
-			for _, limit := range limits {
-				hits, _ := ix.Search(q, limit)
-				out = append(out, hits)
-			}
-		}
-		return out
-	}
-	c := &ix.glosses
-	min, limit := c.min, c.limit
-	c.min = math.MaxInt
-	want := search()
-	if c.m != nil {
-		t.Fatalf("merged %d words with merging off", len(c.m))
-	}
-	c.min = min
-	q, _ := ParseQuery("抓") // grab, fetch…: 7,224 postings, and not in CloudLedger's Chinese
-	for i, want := range []int{0, 1, 1} {
-		ix.Search(q, 5)
-		if len(c.m) != want {
-			t.Fatalf("after %d searches for 抓, %d words merged, want %d", i+1, len(c.m), want)
-		}
-	}
-	for _, tc := range []struct {
-		name  string
-		limit int
-	}{{"cache", limit}, {"again", limit}, {"full", 720_000}, {"none", 1000}} {
-		if tc.name != "again" {
-			c.m, c.held, c.asked, c.limit = nil, 0, nil, tc.limit
-		}
-		got := search()
-		for i := range want {
-			if !reflect.DeepEqual(got[i], want[i]) {
-				q := queries[i/len(limits)]
-				t.Errorf("%s: Search(%q, %d) = %v\nwant (expansions scored) %v", tc.name, q.text, limits[i%len(limits)], got[i], want[i])
-			}
-		}
-		held := 0
-		for _, e := range c.m {
-			held += e.size
-		}
-		t.Logf("%s: %d words kept, %d bytes", tc.name, len(c.m), held)
-		if held != c.held || held > c.limit {
-			t.Errorf("%s: the cache holds %d bytes, counts %d, limit %d", tc.name, held, c.held, c.limit)
-		}
-		if tc.name == "cache" && len(c.m) < 20 {
-			t.Errorf("only %d words merged over 10,000 tools", len(c.m))
-		}
-	}
-	// Searches at once merge, find, replace and refuse words beside each other.
-	c.m, c.held, c.asked, c.limit = nil, 0, nil, 720_000
-	var wg sync.WaitGroup
-	for g := range 3 {
-		wg.Go(func() {
-			for i := range queries {
-				i = (i + g*len(queries)/3) % len(queries)
-				if got, _ := ix.Search(queries[i], 5); !reflect.DeepEqual(got, want[i*len(limits)]) {
-					t.Errorf("Search(%q) concurrently = %v, want %v", queries[i].text, got, want[i*len(limits)])
-				}
-			}
-		})
-	}
-	wg.Wait()
-	held := 0
-	for _, e := range c.m {
-		held += e.size
-	}
-	if held != c.held || held > c.limit {
-		t.Errorf("after concurrent searches, the cache holds %d bytes, counts %d, limit %d", held, c.held, c.limit)
 	}
 }

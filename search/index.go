@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"github.com/toolsift/toolsift/internal/pace"
 )
 
 // Doc is one searchable tool.
@@ -130,9 +128,8 @@ func roundUp(v float64) float32 {
 	return f
 }
 
-// Index is a search index. What it ranks and how never change once it is built; searches
-// only add to its bounded cache of merged Chinese words (see glossCache). It is safe for
-// concurrent use.
+// Index is a search index. It never changes once it is built, and is safe for concurrent
+// use.
 //
 // Inside the index a doc is known by its id: its place when the docs are grouped by server
 // (servers in the order they first appear, each one's docs in the order given), so that a
@@ -163,8 +160,6 @@ type Index struct {
 	// spare keeps one scratch through garbage collections, which empty the pool: without
 	// one, a search allocates and clears arrays as long as the catalog.
 	spare atomic.Pointer[scratch]
-	// glosses keeps the English of Chinese words, merged (see glossShares).
-	glosses glossCache
 }
 
 // NewIndex builds an index over docs. Later docs with a Name already seen are ignored.
@@ -206,9 +201,7 @@ func NewIndex(docs []Doc) *Index {
 	}
 	servers := map[string]int32{}
 	var serverOf []int32 // by place in ix.docs
-	var pc pace.Pacer
 	for _, d := range docs {
-		pc.Step()
 		if _, dup := ix.byName[d.Name]; dup {
 			continue
 		}
@@ -244,7 +237,6 @@ func NewIndex(docs []Doc) *Index {
 	var all []fieldTerms // by id
 	var total [numFields]float64
 	for _, i := range ix.order {
-		pc.Step()
 		d := &ix.docs[i]
 		var ft fieldTerms
 		// Name words are also kept unstemmed, for typo tolerance.
@@ -282,7 +274,6 @@ func NewIndex(docs []Doc) *Index {
 	df := make([]int32, len(in.terms))
 	last := make([]int32, len(in.terms))
 	for i, ft := range all {
-		pc.Step()
 		for _, ids := range ft {
 			for _, t := range ids {
 				if last[t] != int32(i)+1 {
@@ -307,7 +298,6 @@ func NewIndex(docs []Doc) *Index {
 	inVocab := make([]bool, len(in.terms))
 	var seen []int32
 	for i, ft := range all {
-		pc.Step()
 		for f, ids := range ft {
 			norm := 1 - fieldB[f] + fieldB[f]*float64(len(ids))/avg[f]
 			for _, t := range ids {
@@ -340,7 +330,6 @@ func NewIndex(docs []Doc) *Index {
 	// Each posting list, grouped by server as the ids are, in runs: one backing array.
 	var nRuns int
 	for _, ps := range postings {
-		pc.Step()
 		for i, p := range ps {
 			if i == 0 || ix.serverOf[p.doc] != ix.serverOf[ps[i-1].doc] {
 				nRuns++
@@ -350,7 +339,6 @@ func NewIndex(docs []Doc) *Index {
 	runs := make([]run, 0, nRuns)
 	ix.terms = make(map[string]termData, len(in.terms))
 	for t, ps := range postings {
-		pc.Step()
 		term := in.terms[t]
 		df := float64(len(ps))
 		td := termData{postings: ps, idf: math.Log(1 + (n-df+0.5)/(df+0.5))}
@@ -370,8 +358,7 @@ func NewIndex(docs []Doc) *Index {
 		ix.nameWords = append(ix.nameWords, w)
 	}
 	sort.Strings(ix.nameWords)
-	ix.mergeShares(&pc)
-	ix.glosses.min, ix.glosses.limit, ix.glosses.age = glossMin, glossBytes*len(ix.docs), glossAge
+	ix.mergeShares()
 	return ix
 }
 
@@ -426,10 +413,9 @@ func (b *runBuilder) done() []run {
 // a search scores one list for such a term, not each of its expansions: the docs in order,
 // their shares, and runs over them, whose maxima bound a doc's share in each
 // server (qterm's bound from the expansions alone supposes a doc that has them all).
-func (ix *Index) mergeShares(pc *pace.Pacer) {
+func (ix *Index) mergeShares() {
 	sc := &scratch{acc: make([]acc, len(ix.docs))}
 	for term, td := range ix.terms {
-		pc.Step()
 		exps := ix.termExpansions(term, term)
 		if len(exps) < 2 {
 			continue
@@ -468,7 +454,7 @@ func (ix *Index) search(q Query, limit int, prune bool, st *searchStats) (hits [
 	}
 	sc := ix.getScratch()
 	defer ix.putScratch(sc)
-	plan := ix.plan(q, sc)
+	plan := ix.plan(q)
 	if prune && limit > 0 {
 		return sc.topK(ix, q, plan, limit, st), nil
 	}

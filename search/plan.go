@@ -58,8 +58,8 @@ func (e *weighted) len() int32 {
 // the Chinese words the tools lack. A term that matches nothing is left out: it adds nothing,
 // and coordination counts only the terms some tool has. A term with several expansions is
 // one merged list if the index has it: an index term's, merged when it was built, and a
-// Chinese word's English, merged when searched for again (see glossShares).
-func (ix *Index) plan(q Query, sc *scratch) []qterm {
+// Chinese word's English.
+func (ix *Index) plan(q Query) []qterm {
 	terms, raws := q.Terms, q.raws
 	if len(raws) != len(terms) {
 		raws = terms // a Query built by hand, not by ParseQuery
@@ -92,14 +92,7 @@ func (ix *Index) plan(q Query, sc *scratch) []qterm {
 		if ix.inCatalog(g.text) {
 			continue
 		}
-		exps := ix.glossExpansions(g)
-		if m := ix.glossShares(sc, exps); m != nil {
-			if len(m.docs) > 0 {
-				plan = append(plan, m.qterm(g.text))
-			}
-			continue
-		}
-		if t, ok := ix.qterm(exps, ix.chinese); ok {
+		if t, ok := ix.qterm(ix.glossExpansions(g), ix.chinese); ok {
 			b, parts := ix.glossBound(g)
 			t.bound, t.parts = min(t.bound, b), parts
 			plan = append(plan, t)

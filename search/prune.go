@@ -20,8 +20,8 @@ import (
 // adds). A term that matches several index terms (synonyms, prefixes, the English of a
 // Chinese word) adds at most its best expansion's value plus expansionTail of the others';
 // a term of the index with several expansions has each doc's share merged at build time
-// (mergeShares), so its runs bound it exactly, as do a merged Chinese word's (glossShares),
-// and an unmerged Chinese word's is at most the sum of its English words'.
+// (mergeShares), so its runs bound it exactly, and a Chinese word's is at most the sum of
+// its English words'.
 //
 // Servers are scored in falling order of bound, each wholly: every term into each of its
 // docs, in the query's order and with the same float operations as add and rank, so its

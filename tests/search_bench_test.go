@@ -17,7 +17,6 @@ import (
 
 	"github.com/toolsift/toolsift/internal/jsonrpc"
 	"github.com/toolsift/toolsift/internal/mcptest"
-	"github.com/toolsift/toolsift/internal/quiet"
 	"github.com/toolsift/toolsift/search"
 )
 
@@ -151,15 +150,7 @@ func startLean(tb testing.TB, toolsift, client string, relist bool, args ...stri
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	// Read and written as toolsift reads and writes its ends: a Go client's own reads and
-	// writes would keep its runtime's monitor thread polling, on the cores toolsift runs on.
-	c := &leanClient{tb: tb, in: in, out: out.(*os.File), r: bufio.NewReaderSize(quiet.File(out.(*os.File)), 1<<20), relist: relist, pid: cmd.Process.Pid}
-	if f, ok := in.(*os.File); ok {
-		c.in = struct {
-			io.Writer
-			io.Closer
-		}{quiet.File(f), f}
-	}
+	c := &leanClient{tb: tb, in: in, out: out.(*os.File), r: bufio.NewReaderSize(out, 1<<20), relist: relist, pid: cmd.Process.Pid}
 	tb.Cleanup(func() {
 		in.Close()
 		// What is still written, so that toolsift can end; read to the end before Wait,

@@ -1,6 +1,10 @@
 package jsonrpc
 
-import "testing"
+import (
+	"io"
+	"strings"
+	"testing"
+)
 
 func TestID(t *testing.T) {
 	tests := []struct{ msg, want string }{
@@ -21,5 +25,30 @@ func TestID(t *testing.T) {
 	}
 	if got := string(IDOfEnds([]byte(`{"result":{"text":"xxx`), []byte(`xxx"},"jsonrpc":"2.0","id":9}`))); got != "9" {
 		t.Errorf("IDOfEnds = %s, want 9", got)
+	}
+}
+
+func TestLines(t *testing.T) {
+	long := `{"jsonrpc":"2.0","id":7,"method":"x","params":{"a":"` + strings.Repeat("a", 10000) + `"}}`
+	in := "{\"a\":1}\n\n" + long + "\r\n{\"b\":2}\n" + "{\"c\":3}"
+	l := NewLines(strings.NewReader(in), 5000)
+	want := []string{`{"a":1}`, ``, "", `{"b":2}`, `{"c":3}`}
+	for i, w := range want {
+		line, head, tail, err := l.Next()
+		if err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		if i == 2 {
+			if line != nil || string(IDOfEnds(head, tail)) != "7" {
+				t.Errorf("the long line: %q, id %q", line, IDOfEnds(head, tail))
+			}
+			continue
+		}
+		if string(line) != w {
+			t.Errorf("line %d = %q, want %q", i, line, w)
+		}
+	}
+	if _, _, _, err := l.Next(); err != io.EOF {
+		t.Errorf("after the last line: %v, want EOF", err)
 	}
 }
