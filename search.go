@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/embedding"
+	"github.com/toolsift/toolsift/finder"
 	"github.com/toolsift/toolsift/internal/redact"
-	"github.com/toolsift/toolsift/proxy"
 	"github.com/toolsift/toolsift/search"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -36,15 +36,17 @@ func (c *catalogFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.wait, "wait", 60*time.Second, "with --config, how long to wait for servers to start, and then for tool vectors (search.embeddings)")
 }
 
-// ranking is what search and eval rank with: the index by words, or with search.embeddings
-// configured, by words and meaning.
+// ranking is what search and eval rank with: the finder's ranking, by words or, with
+// search.embeddings configured, by words and meaning.
 type ranking struct {
 	search.Ranker
+	f   *finder.Finder
 	emb *embedding.Engine // nil without embeddings
 }
 
-// close stops the embeddings engine, if any.
+// close stops the finder and the embeddings engine, if any.
 func (r ranking) close() {
+	r.f.Close()
 	if r.emb != nil {
 		r.emb.Close()
 	}
@@ -76,7 +78,8 @@ func (c *catalogFlags) ranking(ctx context.Context, stderr io.Writer) (ranking, 
 			}
 			all = append(all, tools...)
 		}
-		return ranking{Ranker: proxy.NewIndex(upstream.NewCatalog(all))}, nil
+		f := finder.New(finder.Static{Tools: upstream.NewCatalog(all)}, finder.Options{IndexDelay: -1})
+		return ranking{Ranker: f.Ranker(ctx), f: f}, nil
 	}
 	cfg, err := loadConfig(c.config, warnTo(stderr))
 	if c.config == "" && err != nil {
@@ -101,21 +104,20 @@ func (c *catalogFlags) ranking(ctx context.Context, stderr io.Writer) (ranking, 
 			fmt.Fprintf(stderr, "toolsift: server %s unavailable: %s\n", st.Name, red.String(lastError(st)))
 		}
 	}
-	cat := pool.Catalog()
-	ix := proxy.NewIndex(cat)
+	// The catalog as it is now: the servers are closed once it is ranked.
+	src := finder.Static{Tools: pool.Catalog()}
 	emb := newEmbeddings(cfg, log, true)
-	if emb == nil {
-		return ranking{Ranker: ix}, nil
+	f := finder.New(src, finder.Options{Logger: log, Embeddings: emb, Groups: cfg.Groups, IndexDelay: -1})
+	if emb != nil {
+		// Unlike a server, which searches with the vectors it has, a measure waits for them
+		// all (computed once, then read from the cache).
+		vctx, cancel := context.WithTimeout(ctx, c.wait)
+		defer cancel()
+		if err := emb.Wait(vctx); err != nil {
+			fmt.Fprintf(stderr, "toolsift: embeddings: %v; those tools rank by words alone\n", err)
+		}
 	}
-	// Unlike a server, which searches with the vectors it has, a measure waits for them all
-	// (computed once, then read from the cache).
-	emb.Track(proxy.Docs(cat))
-	vctx, cancel := context.WithTimeout(ctx, c.wait)
-	defer cancel()
-	if err := emb.Wait(vctx); err != nil {
-		fmt.Fprintf(stderr, "toolsift: embeddings: %v; those tools rank by words alone\n", err)
-	}
-	return ranking{Ranker: emb.Hybrid(ix), emb: emb}, nil
+	return ranking{Ranker: f.Ranker(ctx), f: f, emb: emb}, nil
 }
 
 // searchCmd prints the ranked tools for a query: toolsift search [flags] QUERY.
@@ -148,7 +150,7 @@ func searchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	r.report(stderr, 1)
 	for i, h := range hits {
 		d, _ := r.Doc(h.Name)
-		fmt.Fprintf(stdout, "%3d %8.3f  %-45s %s\n", i+1, h.Score, h.Name, proxy.FirstLine(d.Description, 80))
+		fmt.Fprintf(stdout, "%3d %8.3f  %-45s %s\n", i+1, h.Score, h.Name, search.FirstLine(d.Description, 80))
 	}
 	for _, u := range unknown {
 		fmt.Fprintf(stdout, "unknown: %s\n", u)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/embedding"
+	"github.com/toolsift/toolsift/gate"
 	"github.com/toolsift/toolsift/internal/logbuf"
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/proxy"
@@ -78,7 +79,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	defer srv.Close() // waits for an index build in progress; runs before the pool closes
 	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
 	if addr := cmp.Or(*listen, cfg.HTTP.Listen); addr != "" {
-		return serveHTTP(ctx, srv, cfg.HTTP, addr, log)
+		return serveHTTP(ctx, srv, cfg.HTTP, cfg.MaxCalls, addr, log)
 	}
 	log.Info("serving on stdio", "config", cfg.File, "servers", len(cfg.Servers))
 	if isTerminal(stdin) {
@@ -89,7 +90,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 
 // serveHTTP serves until ctx ends, then stops accepting, lets requests in flight finish (up
 // to 10s) and returns; the caller then closes the upstreams.
-func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, addr string, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, maxCalls int, addr string, log *slog.Logger) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%w: --listen %q: want HOST:PORT or :PORT", errUsage, addr)
@@ -97,7 +98,7 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, addr str
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	if !proxy.IsLoopback(host) && len(cfg.Tokens) == 0 {
+	if !gate.IsLoopback(host) && len(cfg.Tokens) == 0 {
 		return fmt.Errorf("refusing to listen on %s without auth.tokens: anyone who can reach it could use every configured server; set auth.tokens in the config or listen on 127.0.0.1", net.JoinHostPort(host, port))
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
@@ -105,7 +106,7 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, addr str
 		return err
 	}
 	log.Info("serving on http", "url", "http://"+ln.Addr().String()+"/mcp", "auth", len(cfg.Tokens) > 0)
-	err = srv.ServeHTTP(ctx, ln, proxy.HTTPOptions{
+	err = gate.Serve(ctx, ln, srv, gate.Options{Logger: log, MaxCalls: maxCalls,
 		Tokens: cfg.Tokens, AllowedOrigins: cfg.AllowedOrigins, SessionIdleTimeout: cfg.SessionIdleTimeout,
 		ReadTimeout: cfg.ReadTimeout, MaxConnections: cfg.MaxConnections,
 		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,

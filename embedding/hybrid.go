@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/toolsift/toolsift/search"
 )
@@ -131,7 +130,7 @@ func Text(d search.Doc) string {
 	b.WriteString(nameWords(d.Tool))
 	if desc := strings.TrimSpace(d.Description); desc != "" {
 		b.WriteString(": ")
-		b.WriteString(cut(desc, maxDescription))
+		b.WriteString(search.Cut(desc, maxDescription))
 	}
 	if len(d.Keywords) > 0 {
 		b.WriteString("\nKeywords: ")
@@ -165,15 +164,4 @@ func nameWords(name string) string {
 		prev = r
 	}
 	return b.String()
-}
-
-// cut returns at most n bytes of s, ending on a whole character.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

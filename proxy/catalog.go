@@ -20,10 +20,9 @@ import (
 // tells the sessions whose tool list changed; the search index of the new catalog is built
 // aside, and the embeddings engine, if any, is told too.
 func (s *Server) CatalogChanged() {
-	s.kickIndex()
+	s.finder.Changed()
 	s.syncPromptsAndResources()
 	s.announceChanges()
-	s.trackEmbeddings()
 }
 
 // announceChanges sends list_changed to each session whose tools/list is no longer what it

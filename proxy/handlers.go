@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolsift/toolsift/finder"
 	"github.com/toolsift/toolsift/search"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -82,53 +81,22 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return errorResult("tool_search: %v in %q. %s", err, *args.Query, queryHelp), nil
 	}
 	start := time.Now()
-	pending := s.awaitStartup(ctx)
-	built := s.searchIndex(ctx)
-	if built == nil {
-		// Still building the first index past StartupWait: nothing can be found yet.
-		built = &indexed{ix: search.NewIndex(nil), view: s.view()}
-		pending = append(pending, "(the search index)")
-	}
-	ix, v, cat := built.ix, built.view, built.view.cat
 	sess := s.sessionFrom(ctx)
-	listsAll := s.fitsAll(v)
-	var names, unknown []string
-	switch {
-	case q.Group != "":
-		if names, err = s.group(cat, q.Group, !stable(ctx) && !listsAll); err != nil {
-			return errorResult("tool_search: %v", err), nil
-		}
-	case len(q.Select) > 0:
-		var hits []search.Hit
-		hits, unknown = ix.Search(q, limit)
-		for _, h := range hits {
-			names = append(names, h.Name)
-		}
-	default:
-		// Ranked a little deeper than asked where the client's model may choose, when the
-		// words are unsure: a deeper ranking prunes less.
-		asks := s.asksModel(sess)
-		depth := limit
-		if asks {
-			depth = max(limit, sampledCandidates)
-		}
-		hits, _ := s.rank(ctx, ix, q, depth)
-		for _, h := range hits {
-			names = append(names, h.Name)
-		}
-		if asks {
-			words := hits
-			if s.opts.Embeddings != nil {
-				words, _ = ix.Search(q, 2) // fused scores say nothing of how sure the words are
-			}
-			if unsure(words) {
-				if picked := s.sampled(ctx, sess, *args.Query, cat, names); picked != nil {
-					names = picked
-				}
-			}
-		}
-		names = names[:min(len(names), limit)]
+	unlocks := !stable(ctx) && !s.fitsAll(s.view())
+	find := finder.Request{Query: q, Text: *args.Query, Limit: limit}
+	if unlocks {
+		find.MaxGroup = s.opts.MaxUnlocked
 	}
+	if s.asksModel(sess) {
+		find.Choose = s.chooser(sess)
+	}
+	found, err := s.finder.Find(ctx, find)
+	if err != nil {
+		return errorResult("tool_search: %v", err), nil
+	}
+	names, unknown, pending, cat := found.Names, found.Unknown, found.Pending, found.Catalog
+	v := s.views.of(cat)
+	listsAll := s.fitsAll(v)
 	res := SearchResult{Query: *args.Query, Matches: []Match{}, Unlocked: []string{}, Unknown: unknown}
 	var matched []*form
 	for _, name := range names {
@@ -326,45 +294,6 @@ func countForward(ctx context.Context) {
 	if n, ok := ctx.Value(forwardCountKey{}).(*atomic.Int32); ok {
 		n.Add(1)
 	}
-}
-
-// group returns the exposed names of every tool of the configured group name, or else of
-// the server name, in catalog order. unlocks says whether the session unlocks what it finds
-// (not under toolSearch: auto, nor protocol 2026-07-28), and so must keep to MaxUnlocked.
-func (s *Server) group(cat *upstream.Catalog, name string, unlocks bool) ([]string, error) {
-	patterns, configured := s.opts.Groups[name]
-	var names []string
-	hidden := 0 // tools the group would unlock: always-load ones are listed anyway
-	for _, t := range cat.Tools {
-		in := !configured && strings.EqualFold(t.Server, name)
-		for _, p := range patterns {
-			if ok, _ := path.Match(p, t.Exposed); ok {
-				in = true
-				break
-			}
-		}
-		if in {
-			names = append(names, t.Exposed)
-			if !t.AlwaysLoad {
-				hidden++
-			}
-		}
-	}
-	if !configured && len(names) == 0 && !slices.ContainsFunc(s.ups.Statuses(), func(st upstream.Status) bool { return strings.EqualFold(st.Name, name) }) {
-		var known []string
-		for g := range s.opts.Groups {
-			known = append(known, g)
-		}
-		for _, st := range s.ups.Statuses() {
-			known = append(known, st.Name)
-		}
-		slices.Sort(known)
-		return nil, fmt.Errorf("no server or group is named %q; known: %s", name, strings.Join(known, ", "))
-	}
-	if hidden > s.opts.MaxUnlocked && unlocks {
-		return nil, fmt.Errorf("group:%s has %d tools to unlock, more than a session keeps unlocked (%d, maxUnlocked in toolsift's config); search within it with keywords, or server:%s and keywords", name, hidden, s.opts.MaxUnlocked, name)
-	}
-	return names, nil
 }
 
 // encodeJSON encodes v as a result's text: <, > and & as they are, which encoding/json

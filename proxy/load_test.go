@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/gate"
 	"github.com/toolsift/toolsift/internal/mcptest"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -46,7 +47,7 @@ func proxyOver(t testing.TB, upstreamURL string) (string, *Server) {
 		t.Fatalf("upstream did not start")
 	}
 	p := New(pool, Options{ListWait: 50 * time.Millisecond})
-	h, shutdown := p.HTTPHandler(HTTPOptions{})
+	h, shutdown := gate.Handler(p, gate.Options{})
 	hs := httptest.NewServer(h)
 	t.Cleanup(func() {
 		hs.Close()

@@ -1,13 +1,13 @@
 package proxy
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/toolsift/toolsift/finder"
 	"github.com/toolsift/toolsift/search"
 )
 
@@ -78,7 +78,7 @@ func TestSamplingChoosesWhenWordsAreUnsure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newGoldenProxyWith(t, Options{Sampling: tc.on, SamplingTimeout: 300 * time.Millisecond, ListWait: 20 * time.Second})
 			words, _ := search.ParseQuery(tc.query)
-			ix := p.searchIndex(context.Background()).ix
+			ix := finder.Index(p.ups.Catalog())
 			hits, _ := ix.Search(words, 2)
 			c := newTranscript(t, p)
 			c.initializeWith("codex-mcp-client", tc.caps) // never held, so no re-list needed
@@ -95,31 +95,6 @@ func TestSamplingChoosesWhenWordsAreUnsure(t *testing.T) {
 				t.Errorf("asked %d times, matches %q; want %d, %q", asked, got, tc.wantAsked, want)
 			}
 		})
-	}
-}
-
-func TestChoices(t *testing.T) {
-	for _, tc := range []struct {
-		answer string
-		n      int
-		want   []int
-	}{
-		{"2", 3, []int{1}},
-		{"3,1", 3, []int{2, 0}},
-		{" 1 , 1, 2 ", 3, []int{0, 1}},
-		{"0", 3, nil},
-		{"-1", 3, nil},
-		{"-2, 3", 3, []int{2}},
-		{"1-2", 3, []int{0}},
-		{"4", 3, nil},
-		{"none", 3, nil},
-		{"", 3, nil},
-		{"99999999999999999999", 3, nil},
-		{strings.Repeat("1,", 1000), 3, []int{0}},
-	} {
-		if got := choices(tc.answer, tc.n); !slices.Equal(got, tc.want) {
-			t.Errorf("choices(%.20q, %d) = %v, want %v", tc.answer, tc.n, got, tc.want)
-		}
 	}
 }
 

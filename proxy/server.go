@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolsift/toolsift/embedding"
+	"github.com/toolsift/toolsift/finder"
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -98,17 +99,16 @@ type Server struct {
 
 	sessionsMu sync.Mutex // guards sessions (the map, not the sessions); taken before session.mu
 	sessions   map[string]*session
-	// owners binds HTTP sessions to the tokens that opened them (see gate); it has its own
-	// mutex.
-	owners *owners
+	endHooksMu sync.Mutex // guards endHooks
+	// endHooks are told of each session that ends (see OnSessionEnd).
+	endHooks []func(id string)
 
-	// views holds the view of the latest catalog, and meta the forms of the meta-tools;
-	// indexer builds and holds the search indexes, and hybrid is the ranker by words and
-	// meaning of the newest. Each has its own mutex, if any.
-	views   views
-	meta    metaTools
-	indexer *indexer
-	hybrid  hybridCache
+	// views holds the view of the latest catalog, and meta the forms of the meta-tools; each
+	// has its own mutex, if any.
+	views views
+	meta  metaTools
+	// finder finds tools for tool_search.
+	finder *finder.Finder
 
 	shownMu sync.Mutex // guards shown and shownDirectory
 	// shown and shownDirectory are the catalog's view and the server directory that
@@ -159,8 +159,7 @@ func New(ups Upstreams, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, log: opts.Logger, ups: redacting{ups, opts.Redactor}, sessions: map[string]*session{}, owners: newOwners(), subscribers: map[string]int{},
-		indexer: newIndexer()}
+	s := &Server{opts: opts, log: opts.Logger, ups: redacting{ups, opts.Redactor}, sessions: map[string]*session{}, subscribers: map[string]int{}}
 	s.shown, s.shownDirectory = s.view(), searchToolDef(ups.Statuses()).Description
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.session(cs.SessionID()) })
@@ -200,12 +199,9 @@ func New(ups Upstreams, opts Options) *Server {
 	// when a server connects with what it had, they would be announced as a change.
 	s.syncPromptsAndResources()
 	// The cached catalogs' tools get their vectors from now on, not at the first change,
-	// and their index is built before the first search: once the client's handshake is
-	// likely over (see startupIndexDelay), or at once if a search or a change comes first.
-	s.trackEmbeddings()
-	s.indexer.mu.Lock()
-	s.indexer.deferred = time.AfterFunc(startupIndexDelay, s.kickIndex)
-	s.indexer.mu.Unlock()
+	// and their index is built before the first search (see finder.Options.IndexDelay).
+	s.finder = finder.New(s.ups, finder.Options{Logger: opts.Logger, Embeddings: opts.Embeddings,
+		Groups: opts.Groups, StartupWait: opts.StartupWait})
 	return s
 }
 
@@ -241,10 +237,6 @@ func (s *Server) beforeCallTool(_ context.Context, _ any, req *mcp.CallToolReque
 // awaitStartup waits, up to StartupWait, for servers still on their first connection
 // attempt, and returns those still pending.
 func (s *Server) awaitStartup(ctx context.Context) []string {
-	// Every search but the first few finds all started: it needs no timer.
-	if s.startupDone() {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StartupWait)
 	defer cancel()
 	return s.ups.WaitStarted(ctx)
@@ -275,4 +267,33 @@ func (u redacting) Call(ctx context.Context, exposed string, args json.RawMessag
 func (u redacting) Request(ctx context.Context, serverName, method string, params any) (json.RawMessage, error) {
 	res, err := u.Upstreams.Request(ctx, serverName, method, params)
 	return res, u.r.Error(err)
+}
+
+// Close stops finding: index builds end, and a build in progress is waited for. The
+// server still answers. Close is idempotent.
+func (s *Server) Close() error {
+	s.finder.Close()
+	return nil
+}
+
+// Statuses reports the upstream servers, their errors masked (see Options.Redactor).
+func (s *Server) Statuses() []upstream.Status { return s.ups.Statuses() }
+
+// OnSessionEnd registers f to be called with the ID of each session that ends: its client
+// sent DELETE, it idled past the timeout, or stdio ended.
+func (s *Server) OnSessionEnd(f func(id string)) {
+	s.endHooksMu.Lock()
+	defer s.endHooksMu.Unlock()
+	s.endHooks = append(s.endHooks, f)
+}
+
+// Refused returns why a method is refused before any session sees it, or "": server/discover,
+// the 2026-07-28 probe. That revision drops sessions, so per-session tool lists would be
+// invalid under it; clients that speak both (Claude Code among them) take the error as a
+// cue to initialize at 2025-11-25 instead.
+func (s *Server) Refused(method string) string {
+	if method == string(mcp.MethodServerDiscover) {
+		return "server/discover is not supported: toolsift keeps per-session tool lists, so initialize with protocol 2025-11-25 or older"
+	}
+	return ""
 }

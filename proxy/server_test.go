@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/gate"
 	"github.com/toolsift/toolsift/internal/mcptest"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -305,7 +306,7 @@ func TestDiscoverRefused(t *testing.T) {
 	inW.Close()
 	<-served
 
-	h, shutdown := p.HTTPHandler(HTTPOptions{})
+	h, shutdown := gate.Handler(p, gate.Options{})
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); shutdown(context.Background()) })
 	if got := bodyOf(t, srv.URL+"/mcp", "", tests[0].msg); !strings.Contains(string(got), tests[0].want) {
@@ -317,7 +318,7 @@ func TestDiscoverRefused(t *testing.T) {
 // checks that the proxy forgets both.
 func TestHTTPSessionStateIsFreed(t *testing.T) {
 	p := newTestProxy(t)
-	h, shutdown := p.HTTPHandler(HTTPOptions{SessionIdleTimeout: 300 * time.Millisecond})
+	h, shutdown := gate.Handler(p, gate.Options{SessionIdleTimeout: 300 * time.Millisecond})
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	t.Cleanup(func() { shutdown(context.Background()) })
@@ -343,54 +344,6 @@ func TestHTTPSessionStateIsFreed(t *testing.T) {
 			t.Fatalf("idle session never expired: %d tracked", sessions())
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func TestGateLimitsRequestsPerSession(t *testing.T) {
-	g := &gate{opts: HTTPOptions{MaxSessionRequests: 2}, inFlight: map[string]int{}}
-	if first, second := g.enter("a"), g.enter("a"); !first || !second {
-		t.Fatal("first two requests refused")
-	}
-	if g.enter("a") {
-		t.Error("third request in flight admitted")
-	}
-	if !g.enter("b") {
-		t.Error("another session's request refused")
-	}
-	g.leave("a")
-	if !g.enter("a") {
-		t.Error("request after one finished refused")
-	}
-	g.leave("a")
-	g.leave("a")
-	g.leave("b")
-	if len(g.inFlight) != 0 {
-		t.Errorf("inFlight not emptied: %v", g.inFlight)
-	}
-}
-
-func TestGateOrigins(t *testing.T) {
-	g := &gate{opts: HTTPOptions{AllowedOrigins: []string{"https://app.example.com/"}}}
-	for origin, want := range map[string]bool{
-		"http://localhost:3000": true, "http://127.0.0.1": true, "http://[::1]:8080": true,
-		"https://app.example.com": true, "https://APP.example.com": true,
-		"https://evil.example": false, "http://localhost.evil.example": false, "null": false, "::": false,
-	} {
-		if got := g.originAllowed(origin); got != want {
-			t.Errorf("originAllowed(%q) = %v, want %v", origin, got, want)
-		}
-	}
-}
-
-func TestIsLoopback(t *testing.T) {
-	for host, want := range map[string]bool{
-		"localhost": true, "LocalHost": true, "127.0.0.1": true, "127.8.9.10": true, "::1": true,
-		"0.0.0.0": false, "::": false, "": false, "[::1]": false, "127.0.0.1:8080": false,
-		"localhost.evil.example": false, "evil.localhost": false, "192.168.1.1": false, "example.com": false,
-	} {
-		if got := IsLoopback(host); got != want {
-			t.Errorf("IsLoopback(%q) = %v, want %v", host, got, want)
-		}
 	}
 }
 
@@ -443,7 +396,7 @@ func serveOneWith(t *testing.T, gh *fakeConn, opts Options) (url string, notify 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	pool.WaitStarted(ctx)
-	h, shutdown := p.HTTPHandler(HTTPOptions{})
+	h, shutdown := gate.Handler(p, gate.Options{})
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	t.Cleanup(func() { shutdown(context.Background()) })

@@ -62,7 +62,7 @@ import (
 //
 // # Locks
 //
-// Lock order: Server.sessionsMu before session.mu (Server.ResourceUpdated and sessionBusy
+// Lock order: Server.sessionsMu before session.mu (Server.ResourceUpdated and SessionBusy
 // hold both). Every other mutex of the package is a leaf: no other lock of the package is
 // taken while it is held. No lock is held while waiting for a client; only Server.registerMu is held across
 // calls into mcp-go (see syncPromptsAndResources).
@@ -115,9 +115,9 @@ func (sess *session) relists() bool {
 	return sess.holds
 }
 
-// sessionBusy reports whether the session with the given id has its MaxCalls of calls in
+// SessionBusy reports whether the session with the given id has its MaxCalls of calls in
 // flight. It takes sessionsMu, then the session's mu.
-func (s *Server) sessionBusy(id string) bool {
+func (s *Server) SessionBusy(id string) bool {
 	s.sessionsMu.Lock()
 	defer s.sessionsMu.Unlock()
 	sess := s.sessions[id]
@@ -177,7 +177,12 @@ func (s *Server) newSession(id string, conn Conn, watched bool) *session {
 // endSession forgets a session's state: mcp-go unregisters a session when its client sends
 // DELETE, when it idles past the timeout, or when stdio ends.
 func (s *Server) endSession(id string) {
-	s.owners.forget(id)
+	s.endHooksMu.Lock()
+	hooks := s.endHooks
+	s.endHooksMu.Unlock()
+	for _, f := range hooks {
+		f(id)
+	}
 	s.sessionsMu.Lock()
 	sess := s.sessions[id]
 	delete(s.sessions, id)

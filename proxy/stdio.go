@@ -230,8 +230,8 @@ func (c *stdio) dispatch(ctx context.Context, sess *session, m message) {
 		c.writeError(json.RawMessage("null"), mcp.PARSE_ERROR, "Parse error")
 	case m.Method == "" && len(m.ID) > 0 && (m.Result != nil || m.Error != nil):
 		c.answered(m)
-	case m.isRequest() && m.Method == string(mcp.MethodServerDiscover):
-		c.writeError(m.ID, mcp.METHOD_NOT_FOUND, discoverRefused)
+	case m.isRequest() && c.s.Refused(m.Method) != "":
+		c.writeError(m.ID, mcp.METHOD_NOT_FOUND, c.s.Refused(m.Method))
 	case m.isRequest():
 		c.mu.Lock()
 		if c.stopping {
@@ -299,11 +299,6 @@ func (c *stdio) handle(ctx context.Context, m message) {
 		c.write(resp)
 	}
 }
-
-// discoverRefused answers server/discover, the 2026-07-28 probe. That revision drops
-// sessions, so per-session tool lists would be invalid under it; clients that speak both
-// (Claude Code among them) take the error as a cue to initialize at 2025-11-25 instead.
-const discoverRefused = "server/discover is not supported: toolsift keeps per-session tool lists, so initialize with protocol 2025-11-25 or older"
 
 func (c *stdio) writeError(id json.RawMessage, code int, msg string) {
 	text, _ := json.Marshal(msg)

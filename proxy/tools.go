@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/toolsift/toolsift/search"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -67,7 +68,7 @@ func searchToolDef(statuses []upstream.Status) mcp.Tool {
 		d.write(&b, up, func(st upstream.Status, full bool) string {
 			line := fmt.Sprintf("%s (%d tools)", st.Name, st.Tools)
 			if full && st.Summary != "" {
-				line += ": " + FirstLine(st.Summary, 160)
+				line += ": " + search.FirstLine(st.Summary, 160)
 			}
 			return line
 		})
@@ -191,23 +192,13 @@ func firstParagraph(text string, n int) string {
 	return cut(text, n)
 }
 
-// FirstLine is the first line of text, cut to n bytes without splitting a character.
-func FirstLine(text string, n int) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-	return cut(line, n)
-}
-
+// cut is s cut to n bytes (see search.Cut), with an ellipsis where it was cut.
 func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !isRuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return search.Cut(s, n) + "…"
 }
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // passthrough is a content item kept as the raw JSON the server sent. It embeds a TextContent
 // only to satisfy mcp.Content, whose marker method is unexported; MarshalJSON never reads it.

@@ -6,14 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/toolsift/toolsift/search"
+	"github.com/toolsift/toolsift/gate"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -22,7 +20,7 @@ import (
 // the session unlocked.
 func TestListOverHTTP(t *testing.T) {
 	p := newTestProxy(t)
-	h, shutdown := p.HTTPHandler(HTTPOptions{})
+	h, shutdown := gate.Handler(p, gate.Options{})
 	spliced := httptest.NewServer(h)
 	t.Cleanup(func() { spliced.Close(); shutdown(context.Background()) })
 	plain := httptest.NewServer(server.NewStreamableHTTPServer(p.MCP(), server.WithStateful(true)))
@@ -78,40 +76,6 @@ func bodyOf(t *testing.T, url, id, body string) []byte {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return b
-}
-
-// TestSearchUsesTheBuiltIndex changes the catalog under a proxy: a search at once uses the
-// index it has, of the old catalog, with that catalog, and the new index follows without
-// any search waiting for it.
-func TestSearchUsesTheBuiltIndex(t *testing.T) {
-	tools := benchTools(t, 200)
-	ups := newBenchUpstreams(tools)
-	p := New(ups, Options{})
-	t.Cleanup(func() { p.Close() })
-	old := p.searchIndex(context.Background())
-	if old == nil || old.view.cat != ups.Catalog() {
-		t.Fatalf("first index = %v, want one of the catalog", old)
-	}
-	changed := upstream.NewCatalog(append(slices.Clone(tools), upstream.Tool{Server: "new", Name: "frobnicate", Exposed: "new__frobnicate", Description: "Frobnicate the widgets."}))
-	ups.set(changed)
-	if got := p.searchIndex(context.Background()); got != old {
-		t.Fatalf("search after the change got a new index at once: the build was waited for")
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		cur := p.searchIndex(context.Background())
-		if cur.view.cat == changed {
-			q, _ := search.ParseQuery("frobnicate widgets")
-			if hits, _ := cur.ix.Search(q, 1); len(hits) == 0 || hits[0].Name != "new__frobnicate" {
-				t.Errorf("new index finds %v", hits)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the new catalog's index was never built")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // TestListSearchAndCallShareForms checks that every session lists a tool from one form per

@@ -1,4 +1,9 @@
-package proxy
+// Package gate is toolsift's HTTP service: MCP over streamable HTTP (/mcp) and the legacy
+// SSE transport (/sse, /message), and what every request must pass before MCP sees it: its
+// Origin and Host, its bearer token, its size, its session's limits; liveness (/healthz)
+// and readiness (/readyz); and bounds on connections, sessions and read time, so that no
+// one without a token can take the service down.
+package gate
 
 import (
 	"bytes"
@@ -19,11 +24,32 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolsift/toolsift/upstream"
 )
 
-// HTTPOptions configures the HTTP front end. The zero value of each field means its
-// documented default.
-type HTTPOptions struct {
+// Proxy is what the gate serves.
+type Proxy interface {
+	// MCP is the MCP server that serves the sessions.
+	MCP() *server.MCPServer
+	// Statuses reports the upstream servers, their errors masked, for /readyz.
+	Statuses() []upstream.Status
+	// SessionBusy reports whether the session has its MaxCalls of calls in flight.
+	SessionBusy(id string) bool
+	// OnSessionEnd registers f to be called with the ID of each session that ends.
+	OnSessionEnd(f func(id string))
+	// Refused returns why the proxy refuses a method before any session sees it, or "".
+	Refused(method string) string
+}
+
+// Options configures the HTTP service. The zero value of each field means its documented
+// default.
+type Options struct {
+	// Logger receives the service's events; nil discards them.
+	Logger *slog.Logger
+	// MaxCalls is the proxy's bound on a session's calls in flight (proxy.Options.MaxCalls);
+	// 0 means 32.
+	MaxCalls int
 	// Tokens are the bearer tokens a client may present; none means no authentication.
 	Tokens []string
 	// AllowedOrigins are browser origins allowed besides localhost ones. A request with any
@@ -50,7 +76,13 @@ type HTTPOptions struct {
 }
 
 // withDefaults fills in the zero fields.
-func (opts HTTPOptions) withDefaults(maxCalls int) HTTPOptions {
+func (opts Options) withDefaults() Options {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxCalls == 0 {
+		opts.MaxCalls = 32
+	}
 	if opts.SessionIdleTimeout == 0 {
 		opts.SessionIdleTimeout = 30 * time.Minute
 	}
@@ -59,7 +91,7 @@ func (opts HTTPOptions) withDefaults(maxCalls int) HTTPOptions {
 	}
 	if opts.MaxSessionRequests == 0 {
 		// Room beside MaxCalls hung calls for searches and lists, as over stdio.
-		opts.MaxSessionRequests = maxCalls + 8
+		opts.MaxSessionRequests = opts.MaxCalls + 8
 	}
 	if opts.ReadTimeout == 0 {
 		opts.ReadTimeout = 30 * time.Second
@@ -81,12 +113,12 @@ func (opts HTTPOptions) withDefaults(maxCalls int) HTTPOptions {
 	return opts
 }
 
-// ServeHTTP serves MCP over HTTP on ln (see HTTPHandler) until ctx ends, then stops
-// accepting, lets requests in flight finish (up to 10s), ends open streams and returns.
-// Connections are bounded (see connLimit) and timed (ReadTimeout).
-func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
-	opts = opts.withDefaults(s.opts.MaxCalls)
-	handler, closeStreams := s.HTTPHandler(opts)
+// Serve serves p over HTTP on ln (see Handler) until ctx ends, then stops accepting, lets
+// requests in flight finish (up to 10s), ends open streams and returns. Connections are
+// bounded (see connLimit) and timed (ReadTimeout).
+func Serve(ctx context.Context, ln net.Listener, p Proxy, opts Options) error {
+	opts = opts.withDefaults()
+	handler, closeStreams := Handler(p, opts)
 	limited := newConnLimit(ln, opts.MaxConnections)
 	hs := &http.Server{
 		Handler:           handler,
@@ -95,7 +127,7 @@ func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOption
 		// stream when it ran out. The gate bounds the reading of each body instead.
 		IdleTimeout: opts.ReadTimeout,
 		ConnState:   limited.track,
-		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ErrorLog:    slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(limited) }()
@@ -117,19 +149,22 @@ var sessionVersions = []string{
 	mcp.LATEST_LEGACY_PROTOCOL_VERSION, "2025-06-18", "2025-03-26", "2024-11-05",
 }
 
-// HTTPHandler serves MCP over streamable HTTP at /mcp and over the legacy SSE transport at
-// /sse and /message, liveness at /healthz and upstream readiness at /readyz. Call the
-// returned function at shutdown: it ends open streams.
-func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, func(context.Context) error) {
-	opts = opts.withDefaults(s.opts.MaxCalls)
-	s.owners.setLimits(opts.MaxSessions, opts.MaxSessionsPerToken)
-	streamable := server.NewStreamableHTTPServer(s.mcp,
+// Handler serves p over streamable HTTP at /mcp and over the legacy SSE transport at /sse
+// and /message, liveness at /healthz and upstream readiness at /readyz. Call the returned
+// function at shutdown: it ends open streams.
+func Handler(p Proxy, opts Options) (http.Handler, func(context.Context) error) {
+	opts = opts.withDefaults()
+	owners := newOwners(opts.MaxSessions, opts.MaxSessionsPerToken)
+	// A session ended by DELETE or by mcp-go's idle sweeper is unregistered, and the proxy
+	// tells of it: its place is freed.
+	p.OnSessionEnd(owners.forget)
+	streamable := server.NewStreamableHTTPServer(p.MCP(),
 		server.WithStateful(true),
 		server.WithSessionIdleTTL(opts.SessionIdleTimeout),
 		server.WithStreamableHTTPProtocolVersions(sessionVersions...),
-		server.WithStreamableHTTPLogger(s.log),
+		server.WithStreamableHTTPLogger(opts.Logger),
 	)
-	sse := server.NewSSEServer(s.mcp, server.WithKeepAlive(true))
+	sse := server.NewSSEServer(p.MCP(), server.WithKeepAlive(true))
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", streamable)
 	mux.Handle("/sse", sse.SSEHandler())
@@ -138,14 +173,12 @@ func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, func(context.Conte
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
-	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { readyz(w, r, p.Statuses()) })
 
-	g := &gate{opts: opts, next: mux, inFlight: map[string]int{}, owners: s.owners, busy: s.sessionBusy}
+	g := &gate{opts: opts, next: mux, inFlight: map[string]int{}, owners: owners, p: p}
 	for _, t := range opts.Tokens {
 		g.tokens = append(g.tokens, sha256.Sum256([]byte(t)))
 	}
-	// A session ended by DELETE or by mcp-go's idle sweeper is unregistered, and the
-	// proxy's OnUnregisterSession hook frees its state.
 	shutdown := func(ctx context.Context) error {
 		err := sse.Shutdown(ctx)
 		if err2 := streamable.Shutdown(ctx); err == nil {
@@ -159,7 +192,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) (http.Handler, func(context.Conte
 // readyz reports each upstream's state; 503 until at least one is connected or idle. Errors
 // can carry what a server printed (an API key it refused, say), so only a request the gate
 // marked (showErrors) gets them.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+func readyz(w http.ResponseWriter, r *http.Request, statuses []upstream.Status) {
 	type server struct {
 		Name  string `json:"name"`
 		State string `json:"state"`
@@ -172,7 +205,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		Ready   bool     `json:"ready"`
 		Servers []server `json:"servers"`
 	}
-	for _, st := range s.ups.Statuses() {
+	for _, st := range statuses {
 		sv := server{Name: st.Name, State: string(st.State), Tools: st.Tools}
 		if st.Err != nil && r.Context().Value(showErrors{}) != nil {
 			sv.Error, sv.Stderr = st.Err.Error(), st.Stderr
@@ -190,16 +223,15 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // gate checks what every request must pass before MCP sees it: its Origin, its bearer
 // token, its size, and its session's number of requests in flight.
 type gate struct {
-	opts   HTTPOptions
+	opts   Options
 	next   http.Handler
 	tokens [][32]byte // SHA-256 of each token, compared in constant time
 
 	mu       sync.Mutex // guards inFlight
 	inFlight map[string]int
 
-	owners *owners // shared with the Server, which forgets a session's owner when it ends
-	// busy reports whether a session has its MaxCalls of calls in flight.
-	busy func(id string) bool
+	owners *owners
+	p      Proxy
 }
 
 // sessionOf is the session a request names: streamable HTTP's Mcp-Session-Id header, or the
@@ -222,18 +254,12 @@ type owners struct {
 	m       map[string][32]byte // session ID -> the credential that opened it
 	opened  map[[32]byte]int    // sessions open or being opened, by credential
 	total   int                 // the sum of opened
-	maxAll  int                 // bounds total; 0: no bound
-	maxEach int                 // bounds each of opened; 0: no bound
+	maxAll  int                 // bounds total; 0: no bound; fixed at creation
+	maxEach int                 // bounds each of opened; 0: no bound; fixed at creation
 }
 
-func newOwners() *owners {
-	return &owners{m: map[string][32]byte{}, opened: map[[32]byte]int{}}
-}
-
-func (o *owners) setLimits(all, each int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.maxAll, o.maxEach = all, each
+func newOwners(all, each int) *owners {
+	return &owners{m: map[string][32]byte{}, opened: map[[32]byte]int{}, maxAll: all, maxEach: each}
 }
 
 // reserve takes a place for a session that cred is opening; it reports false when a limit
@@ -454,9 +480,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w = idWriter{passWriter{w}}
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		if method == string(mcp.MethodServerDiscover) && r.URL.Path == "/mcp" {
+		if why := g.p.Refused(method); why != "" && r.URL.Path == "/mcp" {
+			msg, _ := json.Marshal(why)
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`+"\n", reqID, mcp.METHOD_NOT_FOUND, discoverRefused)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", reqID, mcp.METHOD_NOT_FOUND, msg)
 			return
 		}
 	}
@@ -472,7 +499,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The legacy SSE transport accepts a message at once and answers on the stream, so its
 	// requests in flight cannot be counted here: refuse a call while the session's calls are
 	// at maxCalls instead (a search, a ping or a cancellation goes through).
-	if sid := r.URL.Query().Get("sessionId"); sid != "" && r.URL.Path == "/message" && method == "tools/call" && g.busy(sid) {
+	if sid := r.URL.Query().Get("sessionId"); sid != "" && r.URL.Path == "/message" && method == "tools/call" && g.p.SessionBusy(sid) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "Too many calls in flight for this session", http.StatusTooManyRequests)
 		return
@@ -577,8 +604,12 @@ func (g *gate) leave(id string) {
 // request returns a client's request's id and method, if the message is a request (a
 // notification or an answer to toolsift is not).
 func request(msg []byte) (id json.RawMessage, method string, ok bool) {
-	if m := parseMessage(msg); m.isRequest() {
-		return m.ID, m.Method, true
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
 	}
-	return nil, "", false
+	if json.Unmarshal(msg, &m) != nil || len(m.ID) == 0 || m.Method == "" {
+		return nil, "", false
+	}
+	return m.ID, m.Method, true
 }
