@@ -74,11 +74,4 @@ func TestText(t *testing.T) {
 			t.Errorf("nameWords(%q) = %q, want %q", name, got, want)
 		}
 	}
-	long := strings.Repeat("é", maxDescription) // two bytes each
-	if got := cut(long, maxDescription); len(got) != maxDescription || !strings.HasSuffix(got, "é") {
-		t.Errorf("cut to %d bytes = %d bytes ending %q", maxDescription, len(got), got[len(got)-2:])
-	}
-	if got := cut("abcdé", 5); got != "abcd" {
-		t.Errorf("cut inside a character = %q", got)
-	}
 }
