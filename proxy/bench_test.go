@@ -551,7 +551,7 @@ func BenchmarkStdio(b *testing.B) {
 				b.Fatal(err)
 			}
 			if bytes.HasPrefix(line, want) {
-				if bytes.Contains(line, []byte(`"isError":true`)) || bytes.Contains(line, []byte(`"error":`)) {
+				if bytes.Contains(line, []byte(`"isError":true`)) || bytes.HasPrefix(line[len(want):], []byte(`"error":`)) {
 					b.Fatalf("%s: %s", method, line)
 				}
 				return
@@ -572,6 +572,16 @@ func BenchmarkStdio(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			request("tools/call", search)
+		}
+	})
+	// tools/list with 30 tools unlocked, as after a session's first searches.
+	for _, q := range []string{"create issue", "send message", "list files", "read file", "query database", "update ticket"} {
+		request("tools/call", fmt.Sprintf(`{"name":"tool_search","arguments":{"query":%q,"max_results":5}}`, q))
+	}
+	b.Run("list", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			request("tools/list", "{}")
 		}
 	})
 }

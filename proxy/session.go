@@ -335,12 +335,27 @@ func (s *Server) notifyListChanged(ctx context.Context, sess *session, reason st
 	s.log.Debug("list_changed sent", "session", sess.id, "reason", reason)
 }
 
-// afterListTools replaces mcp-go's list with the session's own: always-load tools,
-// tool_search, call_tool, then unlocked tools in unlock order (step 4); or every tool, while
-// they all fit (fitsAll). Each tool comes from the catalog's view, made once however many
-// sessions list it.
+// afterListTools replaces mcp-go's list with the session's own (see toolsFor): for the
+// transports mcp-go serves, where the list counts as the re-list once built.
 func (s *Server) afterListTools(ctx context.Context, _ any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
 	sess := s.sessionFrom(ctx)
+	forms, version := s.toolsFor(sess, stable(ctx))
+	result.Tools = make([]mcp.Tool, 0, len(forms))
+	for _, f := range forms {
+		result.Tools = append(result.Tools, f.tool)
+	}
+	if !sess.watched {
+		sess.markListed(version)
+	}
+}
+
+// toolsFor returns the session's tools/list (step 4): always-load tools, tool_search,
+// call_tool, then unlocked tools in unlock order; or every tool, while they all fit
+// (fitsAll); under a stable protocol revision, no unlocked tools. Each tool's form comes
+// from the catalog's view, made once however many sessions list it. It returns the
+// session's version the list was built at; a watched session notes it, to count it as the
+// re-list once written.
+func (s *Server) toolsFor(sess *session, stable bool) ([]*form, int) {
 	v := s.view()
 	var forms []*form
 	all := s.fitsAll(v)
@@ -357,7 +372,7 @@ func (s *Server) afterListTools(ctx context.Context, _ any, _ *mcp.ListToolsRequ
 	}
 	sess.mu.Lock()
 	var unlocked []string
-	if !all && !stable(ctx) {
+	if !all && !stable {
 		unlocked = slices.Clone(sess.unlocked)
 	}
 	version := sess.version
@@ -373,13 +388,7 @@ func (s *Server) afterListTools(ctx context.Context, _ any, _ *mcp.ListToolsRequ
 	if !all {
 		s.log.Debug("tools listed", "session", sess.id, "tools", len(forms), "version", version)
 	}
-	result.Tools = make([]mcp.Tool, 0, len(forms))
-	for _, f := range forms {
-		result.Tools = append(result.Tools, f.tool)
-	}
-	if !sess.watched {
-		sess.markListed(version)
-	}
+	return forms, version
 }
 
 // listWritten is called by a watched session's transport once a tools/list response is

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -134,62 +132,40 @@ func (c *stdio) serve(ctx context.Context, in io.Reader) error {
 		}
 	})
 
-	// The reader hands over each message as read. It ends at the end of input; after a
-	// SIGTERM it may be blocked in a read no one can interrupt, and ends with the process.
-	type read struct {
-		m          message
-		head, tail []byte // of a line over MaxRequestBytes
-		err        error
-	}
-	lines := make(chan read)
+	// The reader dispatches each message as read, until the end of input, or until the
+	// connection stops taking requests (a SIGTERM): then it may be blocked in a read no one
+	// can interrupt, and ends with the process.
+	ended := make(chan error, 1)
 	go func() {
 		r := jsonrpc.NewLines(in, s.opts.MaxRequestBytes)
 		for {
 			line, head, tail, err := r.Next()
-			var msg read
 			switch {
+			case err == io.EOF:
+				ended <- nil
+				return
 			case err != nil:
-				msg.err = err
+				ended <- fmt.Errorf("reading stdin: %w", err)
+				return
 			case head != nil:
-				msg.head, msg.tail = head, tail
+				s.log.Warn("request refused: too large", "max_bytes", s.opts.MaxRequestBytes)
+				if id := jsonrpc.IDOfEnds(head, tail); id != nil {
+					c.writeError(id, mcp.INVALID_REQUEST, fmt.Sprintf("request over %d bytes, toolsift's limit", s.opts.MaxRequestBytes))
+				}
 			default:
-				msg.m = parseMessage(line)
-			}
-			select {
-			case lines <- msg:
-			case <-c.closed:
-				return
-			}
-			if err != nil {
-				return
+				if !c.dispatch(reqCtx, sess, parseMessage(line)) {
+					return
+				}
 			}
 		}
 	}()
 
 	var err error
 	sigterm := false
-loop:
-	for {
-		select {
-		case r := <-lines:
-			switch {
-			case r.err == io.EOF:
-				break loop
-			case r.err != nil:
-				err = fmt.Errorf("reading stdin: %w", r.err)
-				break loop
-			case r.head != nil:
-				s.log.Warn("request refused: too large", "max_bytes", s.opts.MaxRequestBytes)
-				if id := jsonrpc.IDOfEnds(r.head, r.tail); id != nil {
-					c.writeError(id, mcp.INVALID_REQUEST, fmt.Sprintf("request over %d bytes, toolsift's limit", s.opts.MaxRequestBytes))
-				}
-			default:
-				c.dispatch(reqCtx, sess, r.m)
-			}
-		case <-ctx.Done():
-			sigterm = true
-			break loop
-		}
+	select {
+	case err = <-ended:
+	case <-ctx.Done():
+		sigterm = true
 	}
 	c.mu.Lock()
 	c.stopping = true
@@ -221,22 +197,33 @@ func (c *stdio) drain() {
 }
 
 // dispatch serves a message: a request on a goroutine of its own, so that a hung call never
-// holds a search; a notification, or an answer to toolsift, at once, in the order read.
-func (c *stdio) dispatch(ctx context.Context, sess *session, m message) {
+// holds a search; a notification, or an answer to toolsift, at once, in the order read. It
+// reports false once the connection takes no more requests.
+func (c *stdio) dispatch(ctx context.Context, sess *session, m message) bool {
 	switch {
 	case len(m.line) == 0 || m.malformed && isBlank(m.line):
-		return
 	case m.malformed:
 		c.writeError(json.RawMessage("null"), mcp.PARSE_ERROR, "Parse error")
 	case m.Method == "" && len(m.ID) > 0 && (m.Result != nil || m.Error != nil):
 		c.answered(m)
 	case m.isRequest() && c.s.Refused(m.Method) != "":
 		c.writeError(m.ID, mcp.METHOD_NOT_FOUND, c.s.Refused(m.Method))
+	case m.isRequest() && m.Method == string(mcp.MethodToolsList) && c.legacy():
+		c.mu.Lock()
+		if c.stopping {
+			c.mu.Unlock()
+			return false
+		}
+		c.served.Add(1)
+		c.mu.Unlock()
+		// Served as read: it waits on nothing, and costs less than a hand-off.
+		c.listTools(sess, m.ID)
+		c.served.Done()
 	case m.isRequest():
 		c.mu.Lock()
 		if c.stopping {
 			c.mu.Unlock()
-			return
+			return false
 		}
 		c.served.Add(1)
 		c.mu.Unlock()
@@ -253,6 +240,36 @@ func (c *stdio) dispatch(ctx context.Context, sess *session, m message) {
 		// answers that as it sees fit.
 		c.handle(ctx, m)
 	}
+	return true
+}
+
+// legacy reports whether the session was initialized at a protocol revision with sessions
+// (2025-11-25 or older), under which its tool list is its own.
+func (c *stdio) legacy() bool {
+	v := c.ProtocolVersion()
+	return c.Initialized() && v != "" && v < "2026"
+}
+
+// listTools answers tools/list with the session's own list (Server.toolsFor), written from
+// each tool's definition encoded once per catalog, and counts it as the session's re-list
+// once written (see session, step 4).
+func (c *stdio) listTools(sess *session, id json.RawMessage) {
+	forms, _ := c.s.toolsFor(sess, false)
+	size := 64 + len(id)
+	for _, f := range forms {
+		size += len(f.raw()) + 1
+	}
+	line := make([]byte, 0, size)
+	line = fmt.Appendf(line, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[`, id)
+	for i, f := range forms {
+		if i > 0 {
+			line = append(line, ',')
+		}
+		line = append(line, f.raw()...)
+	}
+	line = append(line, "]}}\n"...)
+	c.writeLine(line)
+	sess.listWritten()
 }
 
 func isBlank(b []byte) bool {
@@ -368,126 +385,3 @@ func (c *stdio) Flush(ctx context.Context) {
 	case <-c.closed:
 	}
 }
-
-// answered hands the client's answer to the request of toolsift's it is for.
-func (c *stdio) answered(m message) {
-	a := answer{result: m.Result}
-	if m.Error != nil {
-		a.err = &mcp.JSONRPCErrorDetails{Code: mcp.INTERNAL_ERROR, Message: string(m.Error)}
-		_ = json.Unmarshal(m.Error, a.err) // a malformed error is still an error
-	}
-	id, err := strconv.ParseInt(string(m.ID), 10, 64)
-	c.mu.Lock()
-	ch, ok := c.pending[id]
-	delete(c.pending, id) // a second answer to it goes nowhere
-	c.mu.Unlock()
-	if err != nil || !ok {
-		c.s.log.Debug("an answer to no request of toolsift's", "id", string(m.ID))
-		return
-	}
-	ch <- a // buffered for the one answer
-}
-
-// request sends the client a request and decodes its answer's result into result.
-func (c *stdio) request(ctx context.Context, method string, params, result any) error {
-	ch := make(chan answer, 1)
-	c.mu.Lock()
-	c.nextID++
-	id := c.nextID
-	c.pending[id] = ch
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.pending, id)
-		c.mu.Unlock()
-	}()
-	c.write(struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      int64  `json:"id"`
-		Method  string `json:"method"`
-		Params  any    `json:"params"`
-	}{mcp.JSONRPC_VERSION, id, method, params})
-	select {
-	case a := <-ch:
-		if a.err != nil {
-			return fmt.Errorf("%s: the client answered error %d: %s", method, a.err.Code, a.err.Message)
-		}
-		if err := json.Unmarshal(a.result, result); err != nil {
-			return fmt.Errorf("%s: decoding the client's answer: %w", method, err)
-		}
-		return nil
-	case <-c.closed:
-		return fmt.Errorf("%s: the client is gone", method)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (c *stdio) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	var res mcp.CreateMessageResult
-	if err := c.request(ctx, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams, &res); err != nil {
-		return nil, err
-	}
-	content, err := mcp.ParseSamplingContent(res.Content)
-	if err != nil {
-		return nil, fmt.Errorf("sampling: the client's answer: %w", err)
-	}
-	res.Content = content
-	return &res, nil
-}
-
-func (c *stdio) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	var res mcp.ElicitationResult
-	if err := c.request(ctx, string(mcp.MethodElicitationCreate), req.Params, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
-}
-
-func (c *stdio) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	var res mcp.ListRootsResult
-	if err := c.request(ctx, string(mcp.MethodListRoots), req.Params, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
-}
-
-// SessionID is "stdio", as mcp-go's: a stdio connection has one session.
-func (c *stdio) SessionID() string { return "stdio" }
-
-func (c *stdio) NotificationChannel() chan<- mcp.JSONRPCNotification { return c.notes }
-
-func (c *stdio) Initialize() {
-	c.level.Store(mcp.LoggingLevelError)
-	c.initialized.Store(true)
-}
-
-func (c *stdio) Initialized() bool { return c.initialized.Load() }
-
-func (c *stdio) SetLogLevel(level mcp.LoggingLevel) { c.level.Store(level) }
-
-func (c *stdio) GetLogLevel() mcp.LoggingLevel {
-	level, _ := c.level.Load().(mcp.LoggingLevel)
-	return cmp.Or(level, mcp.LoggingLevelError)
-}
-
-func (c *stdio) GetClientInfo() mcp.Implementation {
-	info, _ := c.info.Load().(mcp.Implementation)
-	return info
-}
-
-func (c *stdio) SetClientInfo(info mcp.Implementation) { c.info.Store(info) }
-
-func (c *stdio) GetClientCapabilities() mcp.ClientCapabilities {
-	caps, _ := c.caps.Load().(mcp.ClientCapabilities)
-	return caps
-}
-
-func (c *stdio) SetClientCapabilities(caps mcp.ClientCapabilities) { c.caps.Store(caps) }
-
-func (c *stdio) ProtocolVersion() string {
-	v, _ := c.version.Load().(string)
-	return v
-}
-
-func (c *stdio) SetProtocolVersion(v string) { c.version.Store(v) }

@@ -255,8 +255,7 @@ func (s *Server) fitsAll(v *view) bool {
 	size, fits := 0, true
 	for _, t := range v.cat.Tools {
 		f, _ := v.form(t.Exposed)
-		raw, _ := json.Marshal(f.tool)
-		if size += len(raw); size/bytesPerToken > s.opts.ListAllUnder {
+		if size += len(f.raw()); size/bytesPerToken > s.opts.ListAllUnder {
 			fits = false
 			break
 		}

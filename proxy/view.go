@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,18 @@ type form struct {
 	always bool // the tool is always-load
 	tool   mcp.Tool
 	match  Match
+
+	rawOnce sync.Once
+	rawJSON json.RawMessage
+}
+
+// raw is the tool's definition encoded, once per catalog: the stdio transport writes a
+// session's tools/list from these (see stdio.listTools), since encoding a tool through
+// mcp-go's map-based encoder, which then compacts its schema twice, costs more than the rest
+// of a list.
+func (f *form) raw() json.RawMessage {
+	f.rawOnce.Do(func() { f.rawJSON, _ = json.Marshal(f.tool) })
+	return f.rawJSON
 }
 
 // newView makes the view of cat.

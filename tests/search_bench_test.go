@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolsift/toolsift/internal/cputime"
 	"github.com/toolsift/toolsift/internal/jsonrpc"
 	"github.com/toolsift/toolsift/internal/mcptest"
 	"github.com/toolsift/toolsift/search"
@@ -61,17 +62,17 @@ func BenchmarkToolSearchStdio(b *testing.B) {
 				// usage meanwhile, under names prefixed by prefix.
 				run := func(n int, prefix string, do func(i int)) ([]time.Duration, func()) {
 					lat := make([]time.Duration, 0, n)
-					u0, ok0 := processUsage(c.pid)
+					u0, ok0 := cputime.Of(c.pid)
 					for i := range n {
 						start := time.Now()
 						do(i)
 						lat = append(lat, time.Since(start))
 					}
-					u1, ok1 := processUsage(c.pid)
+					u1, ok1 := cputime.Of(c.pid)
 					return lat, func() {
 						if ok0 && ok1 {
-							b.ReportMetric(float64((u1.cpu-u0.cpu).Microseconds())/float64(n), "toolsift-"+prefix+"cpu-us/op")
-							b.ReportMetric(float64(u1.faults-u0.faults)/float64(n), prefix+"faults/op")
+							b.ReportMetric(float64((u1.CPU-u0.CPU).Microseconds())/float64(n), "toolsift-"+prefix+"cpu-us/op")
+							b.ReportMetric(float64(u1.Faults-u0.Faults)/float64(n), prefix+"faults/op")
 						}
 						reportLatency(b, lat, prefix)
 					}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/internal/cputime"
 )
 
 // benchConn is an in-memory server that answers tools/list with a fixed result, so that a
@@ -145,7 +146,7 @@ func BenchmarkConnect(b *testing.B) {
 					var calls int
 					var mu sync.Mutex
 					onChange := func() { mu.Lock(); calls++; mu.Unlock() }
-					start := cpuTime()
+					start := cputime.Self()
 					b.StartTimer()
 					pool, _, _, tools := benchPool(cats, n, delay, onChange)
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -153,7 +154,7 @@ func BenchmarkConnect(b *testing.B) {
 					cancel()
 					got := len(pool.Catalog().Tools)
 					b.StopTimer()
-					cpu += cpuTime() - start
+					cpu += cputime.Self() - start
 					mu.Lock()
 					changes += calls
 					mu.Unlock()
@@ -208,7 +209,7 @@ func BenchmarkRelist(b *testing.B) {
 		for len(changed) > 0 {
 			<-changed
 		}
-		start := cpuTime()
+		start := cputime.Self()
 		b.StartTimer()
 		notify[name]("notifications/tools/list_changed", nil)
 		for {
@@ -218,7 +219,7 @@ func BenchmarkRelist(b *testing.B) {
 			}
 		}
 		b.StopTimer()
-		cpu += cpuTime() - start
+		cpu += cputime.Self() - start
 		b.StartTimer()
 	}
 	b.StopTimer()

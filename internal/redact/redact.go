@@ -88,6 +88,9 @@ var (
 
 // String returns s with every secret masked.
 func (r *Redactor) String(s string) string {
+	if s == "" {
+		return s
+	}
 	if r != nil {
 		if list := r.secrets.Load(); list != nil {
 			for _, secret := range *list {

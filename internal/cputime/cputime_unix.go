@@ -1,14 +1,13 @@
 //go:build unix
 
-package upstream
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the CPU time the process has used, user and system, on every core.
-func cpuTime() time.Duration {
+func self() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package cputime
+
+func of(int) (Usage, bool) { return Usage{}, false }
