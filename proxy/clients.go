@@ -8,7 +8,7 @@ import (
 )
 
 // habit is what toolsift knows, ahead of any session, of how a client treats
-// notifications/tools/list_changed (see session, and README "Clients").
+// notifications/tools/list_changed (see session, and docs/clients.md).
 type habit struct {
 	// noHold: the client does not re-list before it reads the result of the call that
 	// unlocked tools, so holding that result only delays it.

@@ -48,7 +48,7 @@ import (
 //  5. markListed: if the list has every unlock so far (its version is the latest), close
 //     listed and replace it with a fresh channel. That releases the held tool_search.
 //
-// Clients differ (README, "Clients"), and the hold adapts to each session:
+// Clients differ (docs/clients.md), and the hold adapts to each session:
 //
 //   - Gemini CLI re-lists at once but applies the new list in a background refresh that may
 //     still be running when it builds the next model request: its hold lasts settle longer.

@@ -21,13 +21,13 @@ import (
 func TestListOverHTTP(t *testing.T) {
 	p := newTestProxy(t)
 	h, shutdown := gate.Handler(p, gate.Options{})
-	spliced := httptest.NewServer(h)
-	t.Cleanup(func() { spliced.Close(); shutdown(context.Background()) })
+	gated := httptest.NewServer(h)
+	t.Cleanup(func() { gated.Close(); shutdown(context.Background()) })
 	plain := httptest.NewServer(server.NewStreamableHTTPServer(p.MCP(), server.WithStateful(true)))
 	t.Cleanup(plain.Close)
 
 	var lists [][]byte
-	for _, url := range []string{spliced.URL + "/mcp", plain.URL} {
+	for _, url := range []string{gated.URL + "/mcp", plain.URL} {
 		id := post(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
 		post(t, url, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 		post(t, url, id, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"gh__create_issue","arguments":{"x":"1"}}}}`)

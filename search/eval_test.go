@@ -126,7 +126,7 @@ func evalSets(t *testing.T) []evalSet {
 }
 
 // TestRecall measures the ranker and plain BM25 on every public set, prints the table the
-// README shows, and fails if the ranker falls below its floors or below plain BM25.
+// docs/search.md shows, and fails if the ranker falls below its floors or below plain BM25.
 func TestRecall(t *testing.T) {
 	ks := []int{1, 3, 5}
 	var table strings.Builder

@@ -158,8 +158,7 @@ func TestHTTPSessionsAreIsolated(t *testing.T) {
 	if res.IsError || !strings.Contains(mcptest.Text(res), "github__create_issue") {
 		t.Fatalf("search: %s", mcptest.Text(res))
 	}
-	// Spliced into the response as it was written (see proxy/splice.go): the text is the
-	// result's JSON, and structuredContent the same.
+	// The text is the result's JSON, and structuredContent the same.
 	var text, structured any
 	raw, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal([]byte(mcptest.Text(res)), &text); err != nil {
