@@ -42,6 +42,15 @@ func commands() []command {
 		name: "setup", summary: "point a client at toolsift in place of its servers, keeping a backup; --undo switches back",
 		help: setupUsage, run: noStdin(setupCmd),
 	}, {
+		name: "add", summary: "add a server to the configuration: add NAME -- COMMAND ARGS..., or add NAME --url URL",
+		help: addUsage, run: noStdin(addCmd),
+	}, {
+		name: "remove", summary: "take a server out of the configuration",
+		help: removeUsage, run: noStdin(removeCmd),
+	}, {
+		name: "list", summary: "print the configuration toolsift serves and its servers, without starting them",
+		help: listUsage, run: noStdin(listCmd),
+	}, {
 		name: "auth", summary: "sign in to, and out of, the remote servers that ask for OAuth (login NAME, status, logout NAME)",
 		help: authUsage, run: noStdin(authCmd),
 	}, {

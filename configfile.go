@@ -20,13 +20,28 @@ import (
 // localConfig is the configuration toolsift looks for in the current folder.
 const localConfig = "toolsift.yaml"
 
-// loadConfig loads the configuration file findConfig finds.
+// loadConfig loads the configuration file findConfig finds, as served in the project
+// toolsift runs for (see projectDir): with that project's servers, if it lists any.
 func loadConfig(named string, warn func(string)) (*config.Config, error) {
 	file, err := findConfig(named, warn)
 	if err != nil {
 		return nil, err
 	}
-	return config.Load(file, nil)
+	cfg, err := config.Load(file, nil)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.ForProject(projectDir()), nil
+}
+
+// projectDir is the folder a client started toolsift for: Claude Code names it in
+// CLAUDE_PROJECT_DIR, and clients start their servers in the workspace folder.
+func projectDir() string {
+	if d := os.Getenv("CLAUDE_PROJECT_DIR"); filepath.IsAbs(d) {
+		return d
+	}
+	d, _ := os.Getwd()
+	return d
 }
 
 // warnTo returns a warn function for findConfig that writes to w.

@@ -12,10 +12,12 @@ import (
 	"strings"
 
 	"github.com/toolsift/toolsift/clients"
+	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/internal/atomicfile"
+	"github.com/toolsift/toolsift/internal/dirs"
 )
 
-const importUsage = `Usage: toolsift import [--client NAME] [FILE...] [-o FILE] [--force]
+const importUsage = `Usage: toolsift import [--client NAME] [FILE...] [-o FILE [--merge | --force]]
 
 Reads the MCP servers your clients are configured with and prints a toolsift
 configuration holding them. Without FILE it reads the client configurations there are
@@ -23,13 +25,16 @@ for you and for this directory, and says on stderr which: ~/.claude.json and ./.
 (Claude Code), claude_desktop_config.json, ~/.cursor/mcp.json and ./.cursor/mcp.json,
 VS Code's user mcp.json and ./.vscode/mcp.json, ~/.gemini/settings.json and
 ./.gemini/settings.json, ~/.codex/config.toml, opencode.json. A FILE's client is told
-from its name and content.
+from its name and content. A file toolsift setup switched is read as it was before: the
+servers setup moved to toolsift come from its record, with any added to the file since.
 
 Flags:
   --client NAME  read only this client's files, or read each FILE as its format:
                  claude-code, claude-desktop, cursor, vscode, gemini, codex, opencode
   -o FILE        write the configuration to FILE (mode 0600) instead of stdout
-  --force        with -o, overwrite FILE if it exists
+  --merge        with -o, add to FILE the servers it lacks, keeping the rest of it
+  --force        with -o, overwrite FILE if it exists; refused if that would drop servers
+                 FILE has (take them out first with toolsift remove NAME)
 
 What cannot be carried over as it was — VS Code input prompts, env files, transports
 toolsift does not speak, entries without command or url, a name used twice — is reported
@@ -62,6 +67,7 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	client := fs.String("client", "", "")
 	out := fs.String("o", "", "")
 	force := fs.Bool("force", false, "")
+	merge := fs.Bool("merge", false, "")
 	files, done, err := parseFlags(fs, args, stdout)
 	if done || err != nil {
 		return err
@@ -72,13 +78,29 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("%w: --client: %v", errUsage, err)
 		}
 	}
-	if *out != "" && !*force {
-		if _, err := os.Stat(*out); err == nil {
-			return fmt.Errorf("%w: %s exists: pass --force to overwrite it, or choose another -o FILE", errUsage, *out)
+	if (*merge || *force) && *out == "" {
+		return fmt.Errorf("%w: --merge and --force go with -o FILE", errUsage)
+	}
+	if *merge && *force {
+		return fmt.Errorf("%w: give --merge (add what FILE lacks) or --force (replace FILE), not both", errUsage)
+	}
+	var existing []byte
+	if *out != "" {
+		existing, err = os.ReadFile(*out)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			existing = nil
+		case err != nil:
+			return err
+		case !*force && !*merge:
+			return fmt.Errorf("%w: %s exists: pass --merge to add the servers it lacks, --force to replace it, or choose another -o FILE", errUsage, *out)
 		}
 	}
 	home, cwd := userDirs()
 	opts := clients.Options{Home: home, Dir: cwd}
+	if state, err := dirs.State(); err == nil {
+		opts.State = state
+	}
 	show := func(p string) string { return showPath(p, home) }
 
 	var imps []clients.Import
@@ -90,7 +112,7 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			named := opts
 			named.Named = true
-			imp, err := clients.Read(abs, kind, named)
+			imp, _, err := clients.ReadBeforeSetup(abs, kind, named)
 			if errors.Is(err, clients.ErrUnknownFormat) {
 				return fmt.Errorf("%w; if it is one, say which client's with --client NAME (%s)", err, kindNames())
 			}
@@ -112,12 +134,15 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("%s found in %s or %s: name the files to read (toolsift import FILE...), see toolsift import -h", what, show(home), cwd)
 		}
 		for _, src := range sources {
-			imp, err := clients.Read(src.Path, src.Kind, opts)
+			imp, switched, err := clients.ReadBeforeSetup(src.Path, src.Kind, opts)
 			if err != nil {
 				// One broken file should not keep the others from being imported, but it
 				// must not go unnoticed either.
 				fmt.Fprintf(stderr, "toolsift: not read, its servers are not in the output: %v\n", err)
 				continue
+			}
+			if switched {
+				fmt.Fprintf(stderr, "toolsift: %s was switched to toolsift by setup: read as it was, with the servers setup moved\n", show(src.Path))
 			}
 			imps = append(imps, imp)
 		}
@@ -140,6 +165,25 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		_, err := stdout.Write(data)
 		return err
 	}
+	wrote := len(imp.Servers)
+	switch {
+	case *merge && existing != nil:
+		merged, added, err := config.MergeServers(existing, data)
+		if err != nil {
+			return fmt.Errorf("merging into %s: %w", *out, err)
+		}
+		data, wrote = merged, len(added)
+		if len(added) == 0 {
+			fmt.Fprintf(stderr, "toolsift: %s already has every server imported: nothing to add\n", *out)
+			return nil
+		}
+		fmt.Fprintf(stderr, "toolsift: adding to %s: %s\n", *out, strings.Join(added, ", "))
+	case existing != nil:
+		if lost := droppedServers(existing, data); len(lost) > 0 {
+			return fmt.Errorf("%s has %s that the import does not: %s; replacing it would drop them. Pass --merge to add what it lacks instead, or take them out first (toolsift remove NAME)",
+				*out, plural(len(lost), "server"), strings.Join(lost, ", "))
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(*out), 0o700); err != nil {
 		return fmt.Errorf("writing %s: %w", *out, err)
 	}
@@ -148,8 +192,28 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	fmt.Fprintf(stderr, "toolsift: wrote %s to %s; check them with toolsift status --config %s, then switch a client: toolsift setup CLIENT\n",
-		plural(len(imp.Servers), "server"), *out, *out)
+		plural(wrote, "server"), *out, *out)
 	return nil
+}
+
+// droppedServers returns the names of the servers of the configuration text old that new
+// lacks. Text that does not parse as a configuration has none to lose.
+func droppedServers(old, new []byte) []string {
+	had, err := config.Parse("", old, func(string) (string, bool) { return "", true })
+	if err != nil {
+		return nil
+	}
+	now, err := config.Parse("", new, func(string) (string, bool) { return "", true })
+	if err != nil {
+		return nil
+	}
+	var lost []string
+	for _, s := range had.Servers {
+		if !slices.ContainsFunc(now.Servers, func(n config.Server) bool { return n.Name == s.Name }) {
+			lost = append(lost, s.Name)
+		}
+	}
+	return lost
 }
 
 // showPath writes paths in s that are under home as ~/….

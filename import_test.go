@@ -70,8 +70,17 @@ func TestImportCmd(t *testing.T) {
 	for _, s := range cfg.Servers {
 		names = append(names, s.Name)
 	}
-	if got, want := strings.Join(names, " "), "github memory postgres context7 search figma"; got != want {
-		t.Errorf("servers = %s, want %s", got, want)
+	if got, want := strings.Join(names, " "), "github memory context7 figma"; got != want {
+		t.Errorf("servers of every folder = %s, want %s", got, want)
+	}
+	// The project's servers, from ~/.claude.json's entry for it and its .vscode/mcp.json, are
+	// served only there.
+	names = nil
+	for _, s := range cfg.ForProject(filepath.Join(home, "src", "app")).Servers {
+		names = append(names, s.Name)
+	}
+	if got, want := strings.Join(names, " "), "github memory context7 figma postgres search"; got != want {
+		t.Errorf("servers in the project = %s, want %s", got, want)
 	}
 	for _, want := range []string{
 		"toolsift: read ~/.claude.json (claude-code): 3 servers",
@@ -107,7 +116,7 @@ func TestImportCmd(t *testing.T) {
 		t.Errorf("stderr = %s", stderr.String())
 	}
 	err = importCmd(context.Background(), []string{"-o", out}, &stdout, &stderr)
-	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "pass --force to overwrite it") {
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "pass --merge to add the servers it lacks, --force to replace it") {
 		t.Errorf("second -o = %v, want a usage error", err)
 	}
 	if err := importCmd(context.Background(), []string{"--force", "-o", out}, &stdout, &stderr); err != nil {

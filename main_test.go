@@ -59,7 +59,7 @@ func TestRun(t *testing.T) {
 		{"broken yaml", []string{"--config", broken}, "", broken + ":4: mcpServers.github.argz: unknown key; did you mean args?", 1},
 		{"status of a server still starting", []string{"status", "--config", slow, "--wait", "500ms"}, "SERVER", "1 of 1 servers still starting after 500ms: mute (a first npx start downloads the server; run again with --wait 2m)", 1},
 		{"status of a failing server", []string{"status", "--config", failing, "--wait", "10s"}, "SERVER", "1 of 1 servers failed: gone (see LAST ERROR", 1},
-		{"unset variable", []string{"--config", unset}, "", "mcpServers.jira.headers.Authorization: ${TOOLSIFT_TEST_UNSET} is not set", 1},
+		{"unset variable", []string{"status", "--config", unset, "--wait", "5s"}, "unset.yaml:4: ${TOOLSIFT_TEST_UNSET} is not set (used in mcpServers.jira.headers.Authorization;", "1 of 1 servers failed: jira", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

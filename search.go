@@ -132,7 +132,7 @@ func searchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	query := strings.Join(rest, " ")
 	if strings.TrimSpace(query) == "" {
-		return fmt.Errorf("%w: no query: put it after the flags, as in: toolsift search --config toolsift.yaml create issue", errUsage)
+		return fmt.Errorf("%w: no query: put it after the flags, as in: toolsift search create issue (add --config FILE for another configuration)", errUsage)
 	}
 	q, err := search.ParseQuery(query)
 	if err != nil {

@@ -92,7 +92,16 @@ func setupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	show := func(p string) string { return showPath(p, home) }
 	if *undo {
-		return undoSetup(kind, file, opts, *dryRun, stdout, show)
+		if err := undoSetup(kind, file, opts, *dryRun, stdout, show); err != nil && !(errors.Is(err, clients.ErrNothingToUndo) && kind == clients.ClaudeCode) {
+			return err
+		} else if err != nil {
+			// Only the project's handover may be left to undo.
+			fmt.Fprintf(stdout, "%s: %s: %v\n", kind, show(file), err)
+		}
+		if kind == clients.ClaudeCode && *clientFile == "" {
+			return undoProjects(opts, *dryRun, stdout, show)
+		}
+		return nil
 	}
 
 	cfgFile, err := findConfig(*configFile, warnTo(stderr))
@@ -134,7 +143,12 @@ func setupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		var missing []string
 		for _, s := range ch.Moved {
-			if !slices.ContainsFunc(cfg.Servers, func(c config.Server) bool { return c.Name == s.Name }) {
+			// A project's server is served from that project's servers (see Render).
+			served := cfg.Servers
+			if dir := s.ProjectDir(); dir != "" {
+				served = cfg.Projects[filepath.Clean(dir)]
+			}
+			if !slices.ContainsFunc(served, func(c config.Server) bool { return c.Name == s.Name }) {
 				missing = append(missing, s.Name)
 			}
 		}
@@ -144,6 +158,9 @@ func setupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		if !ch.Changed() && !*dryRun {
 			fmt.Fprintf(stdout, "%s: %s\nAlready switched: nothing to change.\n", kind, show(file))
+			if kind == clients.ClaudeCode && *clientFile == "" {
+				return setupProjects(cfg, cwd, opts, false, stdout, show)
+			}
 			return nil
 		}
 		if !*dryRun {
@@ -156,8 +173,12 @@ func setupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return err
 			}
 		}
+		project := kind == clients.ClaudeCode && *clientFile == ""
 		reportSetup(stdout, ch, setupReport{kind: kind, file: file, cfgFile: cfgFile, entry: entry, missing: missing,
-			unset: unset.vars, dryRun: *dryRun, fileFlag: fileFlag(*clientFile, file, show), show: show, others: otherFiles(kind, file, home, cwd, opts)})
+			unset: unset.vars, dryRun: *dryRun, fileFlag: fileFlag(*clientFile, file, show), show: show, others: otherFiles(kind, file, home, cwd, opts, project)})
+		if project {
+			return setupProjects(cfg, cwd, opts, *dryRun, stdout, show)
+		}
 		return nil
 	}
 }
@@ -196,12 +217,12 @@ func reportSetup(stdout io.Writer, ch *clients.Change, r setupReport) {
 		fmt.Fprintf(stdout, "  note: not in %s: %s; setup keeps them with the backup, and setup %s --undo puts them back\n", show(r.cfgFile), strings.Join(r.missing, ", "), r.kind)
 	}
 	if len(r.unset) > 0 {
-		fmt.Fprintf(stdout, "  note: not set in this shell: %s; toolsift stops at start with an error unless they are set where %s runs (or given a default: ${VAR:-value})\n",
+		fmt.Fprintf(stdout, "  note: not set in this shell: %s; the servers that use them do not start unless they are set where %s runs (or given a default: ${VAR:-value})\n",
 			strings.Join(r.unset, ", "), r.kind.Title())
 	}
 	for _, other := range r.others {
-		fmt.Fprintf(stdout, "  note: %s has %s of its own, which %s loads beside toolsift: switch it too with toolsift setup %s --file %s\n",
-			show(other.path), plural(other.servers, "server"), r.kind.Title(), r.kind, show(other.path))
+		fmt.Fprintf(stdout, "  note: %s has %s of its own, which %s loads beside toolsift there (it has no setting to turn them off for you alone); toolsift serves them in that project once they are in %s (toolsift import -o %s --merge): take them out of that file to load them once\n",
+			show(other.path), plural(other.servers, "server"), r.kind.Title(), show(r.cfgFile), show(r.cfgFile))
 	}
 	if r.dryRun {
 		fmt.Fprintf(stdout, "Dry run, nothing written. The servers would be:\n%s\n", strings.TrimRight(ch.Snippet, "\n"))
@@ -266,11 +287,12 @@ type otherFile struct {
 }
 
 // otherFiles finds the client's other configuration files that still have servers, which
-// the client loads beside toolsift's entry.
-func otherFiles(kind clients.Kind, file, home, cwd string, opts clients.Options) []otherFile {
+// the client loads beside toolsift's entry; but Claude Code's .mcp.json when setup hands its
+// servers over itself (handover).
+func otherFiles(kind clients.Kind, file, home, cwd string, opts clients.Options, handover bool) []otherFile {
 	var out []otherFile
 	for _, src := range clients.Find(home, cwd) {
-		if src.Kind != kind || src.Path == file {
+		if src.Kind != kind || src.Path == file || handover && filepath.Base(src.Path) == ".mcp.json" {
 			continue
 		}
 		imp, err := clients.Read(src.Path, src.Kind, opts)

@@ -27,6 +27,7 @@ func TestSetupCmd(t *testing.T) {
 	if err := importCmd(ctx, []string{"--client", "claude-code", "-o", cfg}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
+	imported, _ := os.ReadFile(cfg)
 
 	stdout.Reset()
 	if err := setupCmd(ctx, []string{"claude-code", "--command", "/opt/bin/toolsift", "--dry-run"}, &stdout, &stderr); err != nil {
@@ -58,14 +59,33 @@ func TestSetupCmd(t *testing.T) {
 	if !bytes.Contains(switched, []byte(`"args": ["--config", "`+cfg+`"]`)) || bytes.Contains(switched, []byte("server-memory")) || !bytes.Contains(switched, []byte(`"numStartups": 3`)) {
 		t.Errorf("switched file:\n%s", switched)
 	}
-	// Importing again finds nothing to import from Claude Code: toolsift's entry is skipped.
+	// Importing again reads the file as it was before setup: the same servers, from setup's
+	// record, not an empty configuration.
 	stdout.Reset()
 	stderr.Reset()
 	if err := importCmd(ctx, []string{"--client", "claude-code"}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(stderr.String(), `server "toolsift": this is toolsift itself: left out`) || !strings.Contains(stdout.String(), "mcpServers: {}") {
-		t.Errorf("import after setup: stdout %s\nstderr %s", stdout.String(), stderr.String())
+	if stdout.String() != string(imported) || !strings.Contains(stderr.String(), "~/.claude.json was switched to toolsift by setup: read as it was") {
+		t.Errorf("import after setup: stdout %s\nstderr %s\nwant the first import:\n%s", stdout.String(), stderr.String(), imported)
+	}
+	// A server added to the configuration by hand survives a second import: --force would
+	// drop it and is refused; --merge adds only what the file lacks (nothing here).
+	stdout.Reset()
+	if err := addCmd(ctx, []string{"--config", cfg, "extra", "--", "extra-mcp"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	err = importCmd(ctx, []string{"--client", "claude-code", "--force", "-o", cfg}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "has 1 server that the import does not: extra; replacing it would drop them") {
+		t.Errorf("--force over a server added by hand = %v", err)
+	}
+	stderr.Reset()
+	if err := importCmd(ctx, []string{"--client", "claude-code", "--merge", "-o", cfg}, &stdout, &stderr); err != nil || !strings.Contains(stderr.String(), "already has every server imported: nothing to add") {
+		t.Errorf("--merge = %v; stderr %s", err, stderr.String())
+	}
+	now, _ := os.ReadFile(cfg)
+	if again := bytes.Replace(now, []byte("  extra:\n    command: extra-mcp\n"), nil, 1); !bytes.Equal(again, imported) {
+		t.Errorf("config after the second import, want the first with extra added:\n%s", now)
 	}
 
 	stdout.Reset()
@@ -161,5 +181,114 @@ func TestSetupToolsiftCommand(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("%s: toolsiftCommand = %q, %v; want %q", tt.name, got, err, tt.want)
 		}
+	}
+}
+
+// TestSetupProjectWalk is the newcomer's walk with a project: a user server and a project's
+// .mcp.json, import, setup, the servers each folder gets, a server added the next day, and
+// undo. The project's files are left as they were: no toolsift entry, no personal path, no
+// backup in the work tree.
+func TestSetupProjectWalk(t *testing.T) {
+	home, project := fakeUser(t)
+	t.Setenv("GITHUB_PAT", "x")
+	mcpJSON := `{"mcpServers": {"notes": {"command": "npx", "args": ["-y", "notes-mcp"]}, "pending": {"command": "npx", "args": ["-y", "pending-mcp"]}}}`
+	os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(mcpJSON), 0o644)
+	// Claude Code approved notes for this project; pending awaits approval.
+	os.MkdirAll(filepath.Join(project, ".claude"), 0o755)
+	os.WriteFile(filepath.Join(project, ".claude", "settings.json"), []byte(`{"enabledMcpjsonServers": ["notes"]}`), 0o644)
+	claude := filepath.Join(home, ".claude.json")
+	origClaude, _ := os.ReadFile(claude)
+	ctx := context.Background()
+	var stdout, stderr bytes.Buffer
+	// The quick start, run from the home folder: Claude Code's projects are found from
+	// ~/.claude.json.
+	t.Chdir(home)
+	cfgFile := filepath.Join(home, ".config", "toolsift", "config.yaml")
+	if err := importCmd(ctx, []string{"--client", "claude-code", "-o", cfgFile}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if err := setupCmd(ctx, []string{"claude-code", "--command", "/opt/bin/toolsift"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"moved to toolsift: github, memory, postgres (project ~/src/app)",
+		"claude-code: ~/src/app/.mcp.json (this project's .mcp.json is left as it is)",
+		"served by toolsift in this project only, and no longer started by Claude Code for you: notes",
+		"written: disabledMcpjsonServers in ~/src/app/.claude/settings.local.json",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("setup output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	if strings.Contains(stdout.String(), "--file") {
+		t.Errorf("setup suggests switching the project file with --file:\n%s", stdout.String())
+	}
+	if now, _ := os.ReadFile(filepath.Join(project, ".mcp.json")); string(now) != mcpJSON {
+		t.Errorf(".mcp.json changed:\n%s", now)
+	}
+	local, _ := os.ReadFile(filepath.Join(project, ".claude", "settings.local.json"))
+	if !bytes.Contains(local, []byte(`"notes"`)) || bytes.Contains(local, []byte(`"pending"`)) || bytes.Contains(local, []byte(home)) {
+		t.Errorf("settings.local.json = %s", local)
+	}
+	filepath.WalkDir(project, func(p string, d os.DirEntry, err error) error {
+		if strings.Contains(d.Name(), "backup") || strings.Contains(d.Name(), "toolsift") {
+			t.Errorf("left in the project: %s", p)
+		}
+		return nil
+	})
+
+	// Each folder gets its own servers: the project's only there.
+	names := func(dir string) string {
+		t.Helper()
+		t.Chdir(dir)
+		cfg, err := loadConfig("", func(string) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n []string
+		for _, s := range cfg.Servers {
+			if !s.Disabled {
+				n = append(n, s.Name)
+			}
+		}
+		return strings.Join(n, " ")
+	}
+	if got := names(project); got != "github memory postgres notes" {
+		t.Errorf("servers in the project = %s", got)
+	}
+	if got := names(home); got != "github memory" {
+		t.Errorf("servers elsewhere = %s", got)
+	}
+	t.Setenv("CLAUDE_PROJECT_DIR", project) // Claude Code says which project, wherever toolsift runs
+	if got := names(home); got != "github memory postgres notes" {
+		t.Errorf("servers with CLAUDE_PROJECT_DIR = %s", got)
+	}
+	t.Setenv("CLAUDE_PROJECT_DIR", "")
+	t.Chdir(project)
+
+	// The next day: one more server, without a command the quick start does not show.
+	stdout.Reset()
+	if err := addCmd(ctx, []string{"fetch", "--", "uvx", "mcp-server-fetch"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if err := listCmd(ctx, nil, &stdout, &stderr); err != nil || !strings.Contains(stdout.String(), "fetch: uvx mcp-server-fetch") || !strings.Contains(stdout.String(), "notes: npx -y notes-mcp (in "+project+") (this project's)") || !strings.Contains(stdout.String(), "pending-mcp (in "+project+") (disabled) (this project's)") {
+		t.Errorf("list = %v:\n%s", err, stdout.String())
+	}
+
+	stdout.Reset()
+	t.Chdir(home)
+	if err := setupCmd(ctx, []string{"claude-code", "--undo"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := os.ReadFile(claude); !bytes.Equal(now, origClaude) {
+		t.Errorf("undo did not restore ~/.claude.json:\n%s", now)
+	}
+	if _, err := os.Stat(filepath.Join(project, ".claude", "settings.local.json")); !os.IsNotExist(err) {
+		t.Errorf("undo left settings.local.json: %v", err)
+	}
+	if !strings.Contains(stdout.String(), "Claude Code starts this project's .mcp.json servers again: notes") {
+		t.Errorf("undo output:\n%s", stdout.String())
 	}
 }

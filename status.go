@@ -20,6 +20,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	configFile := fs.String("config", "", "configuration `FILE`")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for servers to start")
+	verbose := fs.Bool("verbose", false, "show the last lines each failed server printed")
 	rest, done, err := parseFlags(fs, args, stdout)
 	if done || err != nil {
 		return err
@@ -48,6 +49,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	wctx, cancel := context.WithTimeout(ctx, *wait)
 	defer cancel()
 	pool.WaitConnected(wctx)
+	fmt.Fprintf(stdout, "%s\n\n", configLine(cfg))
 	fmt.Fprintf(stdout, "%-20s %-10s %6s  %-12s %s\n", "SERVER", "STATE", "TOOLS", "CACHE AGE", "LAST ERROR")
 	var failed, starting, login []string
 	for _, st := range pool.Statuses() {
@@ -64,10 +66,15 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			age = time.Since(cached[st.Name]).Round(time.Second).String()
 		}
 		fmt.Fprintf(stdout, "%-20s %-10s %6d  %-12s %s\n", st.Name, st.State, st.Tools, age, red.String(lastError(st)))
+		if *verbose && st.StderrTail != "" {
+			for line := range strings.Lines(st.StderrTail) {
+				fmt.Fprintf(stdout, "    | %s\n", red.String(strings.TrimRight(line, "\n")))
+			}
+		}
 	}
 	var problems []string
 	if len(failed) > 0 {
-		problems = append(problems, fmt.Sprintf("%d of %d servers failed: %s (see LAST ERROR above, and Troubleshoot in the README)",
+		problems = append(problems, fmt.Sprintf("%d of %d servers failed: %s (see LAST ERROR above; --verbose shows their last lines of output)",
 			len(failed), len(cfg.Servers), strings.Join(failed, ", ")))
 	}
 	for _, name := range login {

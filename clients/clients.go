@@ -122,6 +122,15 @@ type Server struct {
 	Notes []string
 }
 
+// ProjectDir is the folder of the project the server belongs to: a project file's folder, or
+// the project of a local server in ~/.claude.json; empty for a user's server.
+func (s Server) ProjectDir() string {
+	if dir, ok := strings.CutPrefix(s.Scope, "project "); ok {
+		return dir
+	}
+	return s.Source.Project
+}
+
 // Warning is something that could not be carried over as it was.
 type Warning struct {
 	// File is the client file; Server the server's name in it, empty for the whole file.
@@ -176,7 +185,7 @@ func Read(path string, kind Kind, opts Options) (Import, error) {
 // Parse reads one client file's contents; path names it in messages and says where its
 // project is.
 func Parse(path string, data []byte, kind Kind, opts Options) (Import, error) {
-	f, err := parseFile(path, data, kind, opts, false)
+	f, err := parseFile(path, data, kind, opts)
 	if err != nil {
 		return Import{}, err
 	}

@@ -1,6 +1,8 @@
 package clients
 
 import (
+	"bytes"
+	"cmp"
 	"errors"
 	"flag"
 	"maps"
@@ -46,15 +48,36 @@ func golden(t *testing.T, name string, got []byte) {
 // variable unset but defaults applied, and that it holds the servers imported.
 func loads(t *testing.T, name string, rendered []byte, imp Import) {
 	t.Helper()
+	// The samples are read by relative paths, which a project is not named by in a
+	// configuration: import reads absolute ones.
+	rendered = bytes.ReplaceAll(rendered, []byte("\n  testdata/"), []byte("\n  /testdata/"))
 	cfg, err := config.Parse(name, rendered, func(string) (string, bool) { return "", true })
 	if err != nil {
 		t.Fatalf("config.Parse of the rendered %s: %v\n%s", name, err, rendered)
 	}
-	if len(cfg.Servers) != len(imp.Servers) {
-		t.Fatalf("config has %d servers, import %d", len(cfg.Servers), len(imp.Servers))
+	// Servers of every folder first, then each project's, in the order the import met them.
+	served := slices.Clone(cfg.Servers)
+	var dirs []string
+	for _, s := range imp.Servers {
+		if dir := s.ProjectDir(); dir != "" && !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
 	}
-	for i, s := range imp.Servers {
-		c := cfg.Servers[i]
+	for _, dir := range dirs {
+		if !filepath.IsAbs(dir) {
+			dir = "/" + dir
+		}
+		served = append(served, cfg.Projects[dir]...)
+	}
+	want := slices.Clone(imp.Servers)
+	slices.SortStableFunc(want, func(a, b Server) int {
+		return cmp.Compare(slices.Index(dirs, a.ProjectDir()), slices.Index(dirs, b.ProjectDir()))
+	})
+	if len(served) != len(imp.Servers) {
+		t.Fatalf("config has %d servers, import %d", len(served), len(imp.Servers))
+	}
+	for i, s := range want {
+		c := served[i]
 		if c.Name != s.Name || c.Type != s.Type || c.Disabled != s.Disabled || c.Command != s.Command || !slices.Equal(c.Args, s.Args) && len(s.Args) > 0 {
 			t.Errorf("server %d: config has %+v, import %+v", i, c, s)
 		}
@@ -378,7 +401,7 @@ func TestTranslate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path, data := entryFile(tt.kind, tt.entry, tt.project)
-			f, err := parseFile(path, data, tt.kind, Options{Home: "/home/me"}, false)
+			f, err := parseFile(path, data, tt.kind, Options{Home: "/home/me"})
 			if err != nil {
 				t.Fatalf("parseFile: %v\n%s", err, data)
 			}

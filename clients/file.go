@@ -59,9 +59,8 @@ type file struct {
 	inputs map[string]string
 }
 
-// parseFile reads a client file. allProjects reads every project of ~/.claude.json, for
-// undo; otherwise only the one opts.Dir is in.
-func parseFile(path string, data []byte, kind Kind, opts Options, allProjects bool) (*file, error) {
+// parseFile reads a client file.
+func parseFile(path string, data []byte, kind Kind, opts Options) (*file, error) {
 	guessed := false
 	if kind == "" {
 		var err error
@@ -79,7 +78,7 @@ func parseFile(path string, data []byte, kind Kind, opts Options, allProjects bo
 	if kind == Codex {
 		err = f.readTOML(opts)
 	} else {
-		err = f.readJSON(opts, allProjects)
+		err = f.readJSON(opts)
 	}
 	if err != nil {
 		return nil, err

@@ -40,9 +40,10 @@ var projectFiles = map[Kind][]string{
 }
 
 // Find returns the client configuration files that exist for a user whose home is home,
-// working in cwd: each client's user-level files, then its project-level files in cwd.
-// Only cwd itself is searched for project files, not its parents. Either directory may be
-// empty to leave its files out.
+// working in cwd: each client's user-level files, then its project-level files in cwd, and
+// the .mcp.json of every project Claude Code knows (the projects of ~/.claude.json). Only
+// cwd itself is searched for project files, not its parents. Either directory may be empty
+// to leave its files out.
 func Find(home, cwd string) []Source {
 	var out []Source
 	seen := map[string]bool{}
@@ -67,8 +68,35 @@ func Find(home, cwd string) []Source {
 				add(filepath.Join(cwd, filepath.FromSlash(rel)), k)
 			}
 		}
+		if k == ClaudeCode && home != "" {
+			for _, dir := range ClaudeProjects(home) {
+				add(filepath.Join(dir, ".mcp.json"), k)
+			}
+		}
 	}
 	return out
+}
+
+// ClaudeProjects returns the folders Claude Code keeps project settings for, in
+// ~/.claude.json; none if it cannot be read.
+func ClaudeProjects(home string) []string {
+	data, err := os.ReadFile(filepath.Join(home, ".claude.json"))
+	if err != nil {
+		return nil
+	}
+	doc, err := parseJSONC("", data)
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	if projects := doc.root.get("projects"); projects != nil {
+		for _, m := range projects.members {
+			if filepath.IsAbs(m.key) {
+				dirs = append(dirs, m.key)
+			}
+		}
+	}
+	return dirs
 }
 
 // DefaultFile is the file setup changes for a client: its user-level file (the one that

@@ -8,7 +8,7 @@ import (
 )
 
 // readJSON reads the servers blocks of a JSON client file.
-func (f *file) readJSON(opts Options, allProjects bool) error {
+func (f *file) readJSON(opts Options) error {
 	doc, err := parseJSONC(f.src.Path, f.data)
 	if err != nil {
 		return err
@@ -22,7 +22,7 @@ func (f *file) readJSON(opts Options, allProjects bool) error {
 	case ClaudeCode:
 		f.blocks = append(f.blocks, &block{path: []string{"mcpServers"}, primary: true})
 		if projects := root.get("projects"); projects != nil && projects.kind == jObject {
-			f.claudeProjects(projects, opts, allProjects)
+			f.claudeProjects(projects)
 		}
 	case VSCode:
 		// User settings.json keeps servers under mcp.servers; mcp.json at the top.
@@ -107,38 +107,15 @@ func (f *file) jsonErr(n *jnode, format string, args ...any) error {
 	return &SyntaxError{File: f.src.Path, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)}
 }
 
-// claudeProjects adds the local servers of the project opts.Dir is in (every project with
-// allProjects), and reports those of other projects.
-func (f *file) claudeProjects(projects *jnode, opts Options, allProjects bool) {
-	current := ""
-	if opts.Dir != "" {
-		// Claude Code keys a project by the directory it was started in; the nearest
-		// enclosing one is the project a user in a subdirectory is working on.
-		for d := filepath.Clean(opts.Dir); ; d = filepath.Dir(d) {
-			if projects.get(d) != nil {
-				current = d
-				break
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
+// claudeProjects adds the local servers of every project: each is a project's own (see
+// Server.ProjectDir), which toolsift serves only there.
+func (f *file) claudeProjects(projects *jnode) {
 	for _, m := range projects.members {
 		servers := m.value.get("mcpServers")
 		if servers == nil || servers.kind != jObject || len(servers.members) == 0 {
 			continue
 		}
-		if allProjects || m.key == current {
-			f.blocks = append(f.blocks, &block{path: []string{"projects", m.key, "mcpServers"}, scope: "project " + m.key})
-			continue
-		}
-		names := make([]string, len(servers.members))
-		for i, s := range servers.members {
-			names[i] = s.key
-		}
-		f.warnFile(fmt.Sprintf("project %s has local servers of its own (%s), not imported: run the import in that directory to add them",
-			m.key, strings.Join(names, ", ")))
+		f.blocks = append(f.blocks, &block{path: []string{"projects", m.key, "mcpServers"}, scope: "project " + m.key})
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 
 // Render writes imp as a toolsift configuration that config.Load accepts: servers in the
 // order they were read, each under a comment saying where it came from and what could not
-// be carried over. home, if set, is written as ~ in those comments.
+// be carried over; a project's servers (see Server.ProjectDir) under projects, so that
+// toolsift serves them only there. home, if set, is written as ~ in those comments.
 func Render(imp Import, home string) []byte {
 	var b bytes.Buffer
 	b.WriteString("# toolsift configuration, imported from your MCP clients by `toolsift import`.\n")
@@ -25,16 +26,46 @@ func Render(imp Import, home string) []byte {
 	}
 	b.WriteString("# Each server says where it came from; notes mark what could not be carried over as it\n")
 	b.WriteString("# was. Every key is described in toolsift's config.example.yaml.\n\n")
-	if len(imp.Servers) == 0 {
-		b.WriteString("mcpServers: {}\n")
-		return b.Bytes()
+	var global []Server
+	var dirs []string
+	byDir := map[string][]Server{}
+	for _, s := range imp.Servers {
+		dir := s.ProjectDir()
+		if dir == "" {
+			global = append(global, s)
+			continue
+		}
+		if byDir[dir] == nil {
+			dirs = append(dirs, dir)
+		}
+		byDir[dir] = append(byDir[dir], s)
 	}
-	b.WriteString("mcpServers:\n")
-	for i, s := range imp.Servers {
+	if len(global) == 0 {
+		b.WriteString("mcpServers: {}\n")
+	} else {
+		b.WriteString("mcpServers:\n")
+	}
+	for i, s := range global {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
 		renderServer(&b, s, home)
+	}
+	if len(dirs) > 0 {
+		b.WriteString("\n# Served only when a client starts toolsift in that folder.\nprojects:\n")
+	}
+	for _, dir := range dirs {
+		fmt.Fprintf(&b, "  %s:\n    mcpServers:\n", yamlString(dir))
+		for i, s := range byDir[dir] {
+			if i > 0 {
+				b.WriteByte('\n')
+			}
+			var one bytes.Buffer
+			renderServer(&one, s, home)
+			for line := range strings.Lines(one.String()) {
+				b.WriteString("    " + line)
+			}
+		}
 	}
 	return b.Bytes()
 }

@@ -87,7 +87,7 @@ func PlanSetup(path string, kind Kind, entry Entry, opts Options) (*Change, erro
 	if opts.State == "" {
 		return nil, errors.New("no state folder to keep the backup in")
 	}
-	c, f, err := load(path, kind, opts, false)
+	c, f, err := load(path, kind, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -132,16 +132,18 @@ func PlanSetup(path string, kind Kind, entry Entry, opts Options) (*Change, erro
 	}
 	c.record = rec
 	c.Warnings = f.imp.Warnings
-	switch {
-	case hasSelf && c.state.has() && len(c.Moved) > 0:
-		c.Notes = append(c.Notes, "already switched to toolsift: its entry is rewritten, and the servers added since are moved too (undo puts them back)")
-	case hasSelf && c.state.has():
-		c.Notes = append(c.Notes, "already switched to toolsift: its entry is rewritten, and the backup of the original is left as it is")
-	case hasSelf:
-		c.Notes = append(c.Notes, "the toolsift entry already there is replaced")
-	}
 	if err := f.rewrite(c, &entry); err != nil {
 		return nil, err
+	}
+	// Said only of a change: a run that changes nothing says so, and no more.
+	switch {
+	case !c.Changed():
+	case hasSelf && c.state.has() && len(c.Moved) > 0:
+		c.Notes = append(c.Notes, "already switched to toolsift: the servers added since are moved too (undo puts them back)")
+	case hasSelf && c.state.has():
+		c.Notes = append(c.Notes, "already switched to toolsift: its entry is updated, and the backup of the original is left as it is")
+	case hasSelf:
+		c.Notes = append(c.Notes, "the toolsift entry already there is replaced")
 	}
 	if f.src.Kind == Gemini {
 		if allowed := f.json.root.lookup("mcp", "allowed"); allowed != nil &&
@@ -162,7 +164,7 @@ func PlanSetup(path string, kind Kind, entry Entry, opts Options) (*Change, erro
 // servers are put back from setup's record; without either, only toolsift's entry is taken
 // out.
 func PlanUndo(path string, kind Kind, opts Options) (*Change, error) {
-	c, f, err := load(path, kind, opts, true)
+	c, f, err := load(path, kind, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +184,7 @@ func PlanUndo(path string, kind Kind, opts Options) (*Change, error) {
 		if c.state.rec == nil {
 			from = c.state.legacy
 		}
-		if bak, err = parseFile(path, c.state.backup, f.src.Kind, opts, true); err != nil {
+		if bak, err = parseFile(path, c.state.backup, f.src.Kind, opts); err != nil {
 			return nil, fmt.Errorf("reading the backup %s: %w", from, err)
 		}
 	}
@@ -266,7 +268,7 @@ func (c *Change) putBack(e putBack) {
 // switchedData is what PlanSetup writes for the contents data, without the checks that
 // need the file system.
 func switchedData(path string, data []byte, kind Kind, entry Entry, opts Options) ([]byte, error) {
-	f, err := parseFile(path, data, kind, opts, false)
+	f, err := parseFile(path, data, kind, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +278,7 @@ func switchedData(path string, data []byte, kind Kind, entry Entry, opts Options
 }
 
 // load reads the client file (if any) and what setup keeps of it.
-func load(path string, kind Kind, opts Options, allProjects bool) (*Change, *file, error) {
+func load(path string, kind Kind, opts Options) (*Change, *file, error) {
 	c := &Change{File: path, mode: 0o600}
 	if opts.State != "" {
 		c.Backup = BackupPath(opts.State, path)
@@ -302,7 +304,7 @@ func load(path string, kind Kind, opts Options, allProjects bool) (*Change, *fil
 	default:
 		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	f, err := parseFile(path, data, kind, opts, allProjects)
+	f, err := parseFile(path, data, kind, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -318,7 +320,7 @@ func load(path string, kind Kind, opts Options, allProjects bool) (*Change, *fil
 // and everything outside the servers unchanged. It guards against a bug here costing a
 // user their client's configuration.
 func (c *Change) verify(old *file, opts Options) error {
-	f, err := parseFile(c.File, c.New, c.Kind, opts, false)
+	f, err := parseFile(c.File, c.New, c.Kind, opts)
 	if err == nil && !f.has(self) {
 		err = errors.New("toolsift's entry is missing")
 	}

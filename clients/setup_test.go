@@ -164,14 +164,12 @@ func checkUnrelated(t *testing.T, old, new []byte) {
 			t.Errorf("%s: %s became %s", m.key, want, got)
 		}
 	}
-	// ~/.claude.json: other projects, and everything else of the current one, unchanged.
+	// ~/.claude.json: everything of each project but its servers unchanged.
 	if p := a.root.get("projects"); p != nil {
 		for _, m := range p.members {
 			oldP, newP := m.value.value().(map[string]any), b.root.lookup("projects", m.key).value().(map[string]any)
-			if m.key == "/home/me/src/app" {
-				delete(oldP, "mcpServers")
-				delete(newP, "mcpServers")
-			}
+			delete(oldP, "mcpServers")
+			delete(newP, "mcpServers")
 			if !reflect.DeepEqual(oldP, newP) {
 				t.Errorf("project %s changed: %v became %v", m.key, oldP, newP)
 			}
@@ -194,7 +192,8 @@ func TestSetupTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Changed() || len(again.Moved) != 0 || !strings.Contains(strings.Join(again.Notes, "\n"), "already switched") {
+	// Nothing to do, and no note that says otherwise (setup itself says "Already switched").
+	if again.Changed() || len(again.Moved) != 0 || len(again.Notes) != 0 {
 		t.Errorf("second setup: Changed %v, Moved %v, Notes %q; want nothing to do", again.Changed(), again.Moved, again.Notes)
 	}
 	// A new config path rewrites the entry but keeps the original backup.
@@ -203,6 +202,9 @@ func TestSetupTwice(t *testing.T) {
 	third, err := PlanSetup(path, "", moved, opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !third.Changed() || !strings.Contains(strings.Join(third.Notes, "\n"), "already switched to toolsift: its entry is updated") {
+		t.Errorf("third setup: Changed %v, Notes %q", third.Changed(), third.Notes)
 	}
 	if err := third.Apply(); err != nil {
 		t.Fatal(err)
@@ -702,5 +704,49 @@ func TestSetupThroughDanglingSymlink(t *testing.T) {
 	}
 	if data, err := os.ReadFile(target); err != nil || !bytes.Contains(data, []byte(`"toolsift"`)) {
 		t.Errorf("the link's file: %v\n%s", err, data)
+	}
+}
+
+// TestReadBeforeSetup reads a switched client file as it was: the servers setup moved,
+// those of a later run too, and not toolsift's own entry; the file itself is not touched.
+func TestReadBeforeSetup(t *testing.T) {
+	opts := stateOpts(t)
+	path := filepath.Join(t.TempDir(), ".cursor", "mcp.json")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	os.WriteFile(path, []byte(`{"mcpServers": {"a": {"command": "a-mcp"}}}`), 0o600)
+	names := func(imp Import) string {
+		var n []string
+		for _, s := range imp.Servers {
+			n = append(n, s.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	if imp, switched, err := ReadBeforeSetup(path, "", opts); err != nil || switched || names(imp) != "a" {
+		t.Fatalf("before any setup: %q switched %v, %v", names(imp), switched, err)
+	}
+	c, err := PlanSetup(path, "", testEntry, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	// A server added to the client after the switch is read too, beside those moved.
+	data, _ := os.ReadFile(path)
+	data = bytes.Replace(data, []byte(`"mcpServers": {`), []byte(`"mcpServers": {"b": {"command": "b-mcp"},`), 1)
+	os.WriteFile(path, data, 0o600)
+	switchedFile, _ := os.ReadFile(path)
+	imp, switched, err := ReadBeforeSetup(path, "", opts)
+	if err != nil || !switched || names(imp) != "b,a" && names(imp) != "a,b" {
+		t.Fatalf("after setup: %q switched %v, %v; want a and b", names(imp), switched, err)
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, switchedFile) {
+		t.Errorf("reading changed the file:\n%s", now)
+	}
+	// Without a state folder there is no record to read: only what the file holds.
+	plain := opts
+	plain.State = ""
+	if imp, switched, err := ReadBeforeSetup(path, "", plain); err != nil || switched || names(imp) != "b" {
+		t.Errorf("without state: %q switched %v, %v", names(imp), switched, err)
 	}
 }

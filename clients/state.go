@@ -120,7 +120,7 @@ func readState(state, path string, kind Kind, opts Options) (*setupState, error)
 		st.legacy = legacy
 		if st.backup == nil {
 			// No digest was kept for these: a backup that does not parse is one cut short.
-			if _, err := parseFile(path, bak, kind, opts, true); err != nil {
+			if _, err := parseFile(path, bak, kind, opts); err != nil {
 				st.problems = append(st.problems, fmt.Sprintf("the backup %s, from an earlier version of toolsift, is incomplete or damaged (%v): it is ignored; delete it once you have looked", legacy, err))
 				st.legacy = ""
 			} else {
@@ -220,4 +220,19 @@ func (st *setupState) remove() error {
 		return fmt.Errorf("removing the backup: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// ReadBeforeSetup reads one client file as it was before setup switched it to toolsift: the
+// servers setup moved out are read back from its backup and record, as undo would put them
+// back, with those added to the file since. switched reports whether there was a setup to
+// look through; without one, or without opts.State, it is Read.
+func ReadBeforeSetup(path string, kind Kind, opts Options) (imp Import, switched bool, err error) {
+	if opts.State != "" {
+		if c, err := PlanUndo(path, kind, opts); err == nil && c.state.has() {
+			imp, err := Parse(path, c.New, c.Kind, opts)
+			return imp, true, err
+		}
+	}
+	imp, err = Read(path, kind, opts)
+	return imp, false, err
 }

@@ -29,7 +29,13 @@ type Config struct {
 	// File is the path the configuration was read from, for messages.
 	File string
 	// Servers are the configured upstream servers in file order, disabled ones included.
+	// After ForProject, they include the project's.
 	Servers []Server
+	// Projects holds the servers toolsift serves only in one folder (a project), by the
+	// folder's absolute path: projects: {DIR: {mcpServers: …}}. ForProject picks them.
+	Projects map[string][]Server
+	// Project is the folder whose servers ForProject added, if any.
+	Project string
 	// HTTP configures `toolsift serve --listen`.
 	HTTP HTTP
 	// Defaults holds the top-level lazyStart, idleTimeout, startupTimeout and callTimeout,
@@ -103,6 +109,12 @@ type Server struct {
 	Allow    []string
 	Deny     []string
 	Disabled bool
+	// Project is the folder whose servers this one is one of (see Config.Projects); empty
+	// for a server of every folder.
+	Project string
+	// Broken says why a server cannot run as written, such as a variable it needs that is
+	// not set; such a server is also Disabled, so that the others still run.
+	Broken string
 	// Tools holds per-tool overrides, by the tool's upstream name.
 	Tools map[string]ToolOverride
 	// CallTimeout bounds one call to the server, including any wait for the server to come
@@ -229,7 +241,7 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 	if root.Kind != yaml.MappingNode {
 		return nil, &Error{File: file, Line: root.Line, Msg: "want a mapping with an mcpServers key, got " + kindName(root)}
 	}
-	var servers *yaml.Node
+	var servers, projects *yaml.Node
 	p.fields(root, "", func(key string, val *yaml.Node, at string) {
 		switch key {
 		case "mcpServers":
@@ -287,6 +299,8 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 			cfg.Groups = p.groups(val, at)
 		case "search":
 			cfg.Search = p.search(val, at)
+		case "projects":
+			projects = val
 		default:
 			p.unknownKey(val, at, key, topKeys)
 		}
@@ -302,11 +316,14 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 			if name == "" {
 				p.errorf(v, "mcpServers", `a server's name is empty: name it, as in github: or "my-server":`)
 			}
-			nodes[name] = v
+			nodes["mcpServers."+name] = v
 			cfg.Servers = append(cfg.Servers, p.server(name, v, at))
 		})
-		p.applyDefaults(cfg)
-		p.validate(cfg, nodes)
+		p.applyDefaults(cfg.Defaults, cfg.Servers, "mcpServers.")
+		p.validate(cfg.Servers, nodes)
+		if projects != nil {
+			p.projects(cfg, projects, nodes)
+		}
 	}
 	if len(p.errs) > 0 {
 		// Top-level keys are checked before the servers: report in the file's order.
@@ -328,14 +345,18 @@ type parser struct {
 	// guessed holds the key paths that a mistyped key was taken to mean (mcpServers.a.command
 	// for "comand"), so that their absence is not reported a second time.
 	guessed map[string]bool
+	// server is the name of the server being parsed, if any, and unset what each server
+	// needs that is not set: those disable only their own server.
+	current string
+	unset   map[string][]string
 }
 
-// applyDefaults gives each server the top-level settings it does not set itself.
-func (p *parser) applyDefaults(cfg *Config) {
-	d := cfg.Defaults
-	for i := range cfg.Servers {
-		s := &cfg.Servers[i]
-		at := "mcpServers." + s.Name + "."
+// applyDefaults gives each server the top-level settings it does not set itself; prefix is
+// the key path of the servers' mapping, with its dot.
+func (p *parser) applyDefaults(d Defaults, servers []Server, prefix string) {
+	for i := range servers {
+		s := &servers[i]
+		at := prefix + s.Name + "."
 		if !p.set[at+"lazyStart"] {
 			s.LazyStart = d.LazyStart
 		}

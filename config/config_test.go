@@ -105,7 +105,8 @@ func TestParseErrors(t *testing.T) {
 		{"key indented too much", "mcpServers:\n  github:\n    command: npx\n     args: [x]\n  b:\n    command: y\n", []string{"c.yaml:4: YAML syntax: mapping values are not allowed"}},
 		{"unclosed list", "mcpServers:\n  a:\n    command: x\n    args: [\"-y\", \"x\"\n  b:\n    command: y\n", []string{"c.yaml:4: YAML syntax: did not find expected ',' or ']'"}},
 		{"tab indent", "mcpServers:\n  a:\n\tcommand: x\n", []string{"c.yaml:3: YAML syntax", "not tabs"}},
-		{"unclosed quote", "mcpServers:\n  a:\n    command: \"x\n    args: [a]\n", []string{"c.yaml:", "YAML syntax"}},
+		{"unclosed quote", "mcpServers:\n  a:\n    command: \"x\n    args: [a]\n", []string{"c.yaml:3: YAML syntax", `the " opened on this line is not closed`}},
+		{"unclosed single quote", "mcpServers:\n  a:\n    command: 'it''s\n    args: [a]\n", []string{"c.yaml:3: YAML syntax", `the ' opened on this line is not closed`}},
 		{"no servers key", `servers: {}`, []string{"c.yaml:1: servers: unknown key; did you mean mcpServers?", "toolsift import FILE"}},
 		{"client config pasted whole", `{"globalShortcut": "Ctrl+Space", "mcpServers": {"a": {"command": "x"}}}`, []string{"c.yaml:1: globalShortcut: unknown key (known:", "run: toolsift import FILE"}},
 		{"typo suggests nearest", "mcpServers:\n  gh:\n    comand: x\n", []string{"c.yaml:3: mcpServers.gh.comand: unknown key; did you mean command?"}},
@@ -117,8 +118,6 @@ func TestParseErrors(t *testing.T) {
 		{"args not a list", "mcpServers:\n  gh:\n    command: x\n    args: -y\n", []string{"c.yaml:4: mcpServers.gh.args: want a list of strings, got a string"}},
 		{"args item a map", "mcpServers:\n  gh:\n    command: x\n    args: [{a: b}]\n", []string{"mcpServers.gh.args[0]: want a string, got a mapping"}},
 		{"env not a map", "mcpServers:\n  gh:\n    command: x\n    env: [A]\n", []string{"mcpServers.gh.env: want a mapping"}},
-		{"unset var", "mcpServers:\n  gh:\n    command: x\n    env:\n      TOKEN: ${NOPE}\n", []string{"c.yaml:5: mcpServers.gh.env.TOKEN: ${NOPE} is not set"}},
-		{"unset var in header", "mcpServers:\n  j:\n    url: https://x/mcp\n    headers: {Authorization: \"Bearer ${JIRA_TOKEN}\"}\n", []string{"mcpServers.j.headers.Authorization: ${JIRA_TOKEN} is not set"}},
 		{"neither command nor url", "mcpServers:\n  gh:\n    args: [a]\n", []string{"c.yaml:3: mcpServers.gh: neither command"}},
 		{"http without url", "mcpServers:\n  gh:\n    type: http\n", []string{"mcpServers.gh.url: missing"}},
 		{"bad url", "mcpServers:\n  gh:\n    url: ftp://x\n", []string{"mcpServers.gh.url: \"ftp://x\" is not an http(s) URL"}},
@@ -282,6 +281,50 @@ func TestExampleShowsEveryKey(t *testing.T) {
 
 // TestParseErrorsSayNoMore: an error is not followed by the errors it causes, nor by advice
 // that does not fit it.
+// TestUnsetVariable disables only the servers that use a variable that is not set, each
+// with the error that names the variable and where the file uses it.
+func TestUnsetVariable(t *testing.T) {
+	tests := []struct {
+		name, src string
+		broken    map[string]string // server → substring of its Broken; absent: runs
+	}{
+		{"in env", "mcpServers:\n  gh:\n    command: x\n    env:\n      TOKEN: ${NOPE}\n  fs:\n    command: y\n",
+			map[string]string{"gh": "c.yaml:5: ${NOPE} is not set (used in mcpServers.gh.env.TOKEN; export it where toolsift is started, or write ${NOPE:-default})"}},
+		{"in a header", "mcpServers:\n  j:\n    url: https://x/mcp\n    headers: {Authorization: \"Bearer ${JIRA_TOKEN}\"}\n  fs:\n    command: y\n",
+			map[string]string{"j": "${JIRA_TOKEN} is not set (used in mcpServers.j.headers.Authorization;"}},
+		{"two in one server", "mcpServers:\n  a:\n    command: ${NOPE_CMD}\n    args: [\"${NOPE_ARG}\"]\n",
+			map[string]string{"a": "${NOPE_CMD} is not set (used in mcpServers.a.command; export it where toolsift is started, or write ${NOPE_CMD:-default}); c.yaml:4: ${NOPE_ARG} is not set (used in mcpServers.a.args[0];"}},
+		{"with a default", "mcpServers:\n  a:\n    command: x\n    env: {T: \"${NOPE:-none}\"}\n", nil},
+		{"set but empty", "mcpServers:\n  a:\n    command: x\n    env: {T: \"${EMPTY}\"}\n", nil},
+		{"escaped", "mcpServers:\n  a:\n    command: x\n    env: {T: \"$${NOPE}\"}\n", nil},
+	}
+	getenv := func(name string) (string, bool) {
+		if name == "EMPTY" {
+			return "", true
+		}
+		return "", false
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse("c.yaml", []byte(tt.src), getenv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range cfg.Servers {
+				want, broken := tt.broken[s.Name]
+				if s.Disabled != broken || !strings.Contains(s.Broken, want) || (!broken && s.Broken != "") {
+					t.Errorf("%s: Disabled %v, Broken %q; want broken %v with %q", s.Name, s.Disabled, s.Broken, broken, want)
+				}
+			}
+		})
+	}
+	// Outside a server, a variable not set is still an error of the file.
+	_, err := Parse("c.yaml", []byte("mcpServers: {}\nauth:\n  tokens: [\"${NOPE}\"]\n"), getenv)
+	if err == nil || !strings.Contains(err.Error(), "c.yaml:3: auth.tokens[0]: ${NOPE} is not set") {
+		t.Errorf("auth token: %v", err)
+	}
+}
+
 func TestParseErrorsSayNoMore(t *testing.T) {
 	tests := []struct{ name, src, want, absent string }{
 		{"typo of command", "mcpServers:\n  gh:\n    comand: x\n", "did you mean command?", "neither command"},
@@ -431,6 +474,91 @@ func TestReadTooLarge(t *testing.T) {
 		_, err := Load(file, nil)
 		if err == nil || !strings.Contains(err.Error(), "is it the right file?") {
 			t.Errorf("Load(%s) = %v, want an error asking whether it is the right file", file, err)
+		}
+	}
+}
+
+func TestUnclosedQuote(t *testing.T) {
+	tests := []struct {
+		line string
+		want rune
+	}{
+		{`command: "x`, '"'},
+		{`command: "x"`, 0},
+		{`command: 'it''s`, '\''},
+		{`command: 'it''s'`, 0},
+		{`args: ["a\"b"]`, 0},
+		{`args: ["a\"b]`, '"'},
+		{`command: x # don't`, 0},
+		{`command: "a # b`, '"'},
+		{`url: http://x/it's`, 0},
+	}
+	for _, tt := range tests {
+		if got := unclosedQuote(tt.line); got != tt.want {
+			t.Errorf("unclosedQuote(%q) = %q, want %q", tt.line, got, tt.want)
+		}
+	}
+}
+
+// TestProjects parses the servers of one folder and serves them only there.
+func TestProjects(t *testing.T) {
+	src := `mcpServers:
+  fs:
+    command: fs-mcp
+projects:
+  /home/me/src/app:
+    mcpServers:
+      postgres:
+        command: pg-mcp
+  /home/me/src/app/web:
+    mcpServers:
+      browser:
+        command: web-mcp
+callTimeout: 5s
+`
+	cfg, err := Parse("c.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(c *Config) string {
+		var n []string
+		for _, s := range c.Servers {
+			n = append(n, s.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	for _, tt := range []struct{ dir, want, project string }{
+		{"", "fs", ""},
+		{"/home/me", "fs", ""},
+		{"/home/me/src/app", "fs,postgres", "/home/me/src/app"},
+		{"/home/me/src/app/cmd/", "fs,postgres", "/home/me/src/app"},
+		{"/home/me/src/app/web/ui", "fs,browser", "/home/me/src/app/web"},
+		{"/home/me/src/application", "fs", ""},
+	} {
+		got := cfg.ForProject(tt.dir)
+		if names(got) != tt.want || got.Project != tt.project {
+			t.Errorf("ForProject(%q) = %s (project %q), want %s (%q)", tt.dir, names(got), got.Project, tt.want, tt.project)
+		}
+	}
+	if names(cfg) != "fs" {
+		t.Errorf("ForProject changed the configuration: %s", names(cfg))
+	}
+	pg := cfg.Projects["/home/me/src/app"][0]
+	if pg.Project != "/home/me/src/app" || pg.CallTimeout != 5*time.Second || pg.Path() != "projects./home/me/src/app.mcpServers.postgres" {
+		t.Errorf("project server = %+v", pg)
+	}
+
+	for _, tt := range []struct{ name, src, want string }{
+		{"relative folder", "mcpServers: {}\nprojects:\n  src/app:\n    mcpServers: {}\n", "c.yaml:4: projects.src/app: a project is named by its folder's absolute path"},
+		{"a name of every folder", "mcpServers:\n  fs:\n    command: x\nprojects:\n  /p:\n    mcpServers:\n      fs:\n        command: y\n", `c.yaml:8: projects./p.mcpServers.fs: "fs" is also a server of every folder (mcpServers.fs): rename one`},
+		{"unknown key", "mcpServers: {}\nprojects:\n  /p:\n    servers: {}\n", "c.yaml:4: projects./p.servers: unknown key; did you mean mcpServers?"},
+		{"a prefix of every folder", "mcpServers:\n  fs:\n    command: x\nprojects:\n  /p:\n    mcpServers:\n      files:\n        command: y\n        prefix: fs\n", `projects./p.mcpServers.files.prefix: "fs" is also the prefix of server "fs"`},
+		{"a server's own mistake", "mcpServers: {}\nprojects:\n  /p:\n    mcpServers:\n      a:\n        comand: y\n", "c.yaml:6: projects./p.mcpServers.a.comand: unknown key; did you mean command?"},
+		{"not a mapping", "mcpServers: {}\nprojects: [a]\n", "c.yaml:2: projects: want a mapping of folders"},
+	} {
+		_, err := Parse("c.yaml", []byte(tt.src), nil)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
 		}
 	}
 }

@@ -46,6 +46,8 @@ func syntaxError(file string, data []byte, err error) error {
 			hint := ""
 			if strings.HasPrefix(strings.TrimLeft(text, " "), "\t") {
 				hint = "; YAML indents with spaces, not tabs"
+			} else if q := unclosedQuote(text); q != 0 {
+				hint = fmt.Sprintf("; the %c opened on this line is not closed", q)
 			} else if msg == "did not find expected key" || strings.Contains(msg, "mapping values are not allowed") {
 				hint = "; check this line's indentation against the lines above"
 			}
@@ -54,6 +56,37 @@ func syntaxError(file string, data []byte, err error) error {
 	}
 	line, _ := splitYAMLError(err)
 	return &Error{File: file, Line: line, Msg: "YAML syntax: " + msg}
+}
+
+// unclosedQuote returns the quote character (" or ') that a line opens and does not close,
+// or 0. A quote opens a scalar only where one starts (after "key: ", "- ", "[", "{" or ",");
+// inside double quotes a backslash escapes, and inside single quotes two quotes stand for
+// one.
+func unclosedQuote(line string) rune {
+	var open rune
+	start := true // at a place where a scalar may start
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case open == '"' && c == '\\':
+			i++
+		case open == '\'' && c == '\'' && i+1 < len(line) && line[i+1] == '\'':
+			i++
+		case open != 0 && rune(c) == open:
+			open, start = 0, false
+		case open != 0:
+		case c == '#' && (i == 0 || line[i-1] == ' '):
+			return 0 // a comment
+		case start && (c == '"' || c == '\''):
+			open = rune(c)
+		case c == ' ' || c == '\t':
+		case c == '[' || c == '{' || c == ',' || (c == ':' || c == '-') && (i+1 == len(line) || line[i+1] == ' '):
+			start = true
+		default:
+			start = false
+		}
+	}
+	return open
 }
 
 // splitYAMLError splits yaml.v3's "yaml: line N: message" into N and message.
@@ -71,12 +104,13 @@ func splitYAMLError(err error) (line int, msg string) {
 
 // The keys each level of the configuration knows, for the message about one it does not.
 var (
-	topKeys    = []string{"mcpServers", "listen", "auth", "allowedOrigins", "sessionIdleTimeout", "readTimeout", "maxConnections", "maxSessions", "maxSessionsPerToken", "lazyStart", "idleTimeout", "startupTimeout", "callTimeout", "maxCalls", "maxResultBytes", "concurrency", "maxUnlocked", "toolSearch", "groups", "search"}
-	authKeys   = []string{"tokens"}
-	serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "prefix", "description", "alwaysLoad", "allow", "deny", "disabled", "tools", "callTimeout", "startupTimeout", "lazyStart", "idleTimeout", "maxResultBytes", "concurrency", "oauth"}
-	oauthKeys  = []string{"clientId", "clientSecret", "scopes", "redirectUri", "clientMetadataUrl"}
-	toolKeys   = []string{"keywords", "description"}
-	searchKeys = []string{"embeddings", "sampling"}
+	topKeys     = []string{"mcpServers", "listen", "auth", "allowedOrigins", "sessionIdleTimeout", "readTimeout", "maxConnections", "maxSessions", "maxSessionsPerToken", "lazyStart", "idleTimeout", "startupTimeout", "callTimeout", "maxCalls", "maxResultBytes", "concurrency", "maxUnlocked", "toolSearch", "groups", "search", "projects"}
+	projectKeys = []string{"mcpServers"}
+	authKeys    = []string{"tokens"}
+	serverKeys  = []string{"type", "command", "args", "env", "cwd", "url", "headers", "prefix", "description", "alwaysLoad", "allow", "deny", "disabled", "tools", "callTimeout", "startupTimeout", "lazyStart", "idleTimeout", "maxResultBytes", "concurrency", "oauth"}
+	oauthKeys   = []string{"clientId", "clientSecret", "scopes", "redirectUri", "clientMetadataUrl"}
+	toolKeys    = []string{"keywords", "description"}
+	searchKeys  = []string{"embeddings", "sampling"}
 	// embeddingsKeys are the keys of search.embeddings.
 	embeddingsKeys = []string{"url", "model", "apiKey", "timeout"}
 )

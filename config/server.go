@@ -1,14 +1,20 @@
 package config
 
 import (
+	"maps"
 	"net/url"
+	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
 
 func (p *parser) server(name string, n *yaml.Node, at string) Server {
 	s := Server{Name: name, Prefix: name}
+	p.current = name
+	defer func() { p.current = "" }()
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, at, "want a mapping (command/args or type/url), got %s", kindName(n))
 		return s
@@ -70,6 +76,11 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 			p.unknownKey(v, at, key, serverKeys)
 		}
 	})
+	if unset := p.unset[name]; len(unset) > 0 {
+		// What an unset variable left empty is not checked: the variable is the error.
+		s.Disabled, s.Broken = true, strings.Join(unset, "; ")
+		return s
+	}
 	switch {
 	case s.Type == "" && s.Command != "":
 		s.Type = TypeStdio
@@ -111,15 +122,16 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 	return s
 }
 
-// validate checks what spans servers; nodes locates each server by name.
-func (p *parser) validate(cfg *Config, nodes map[string]*yaml.Node) {
+// validate checks what spans servers served together; nodes locates each server by its key
+// path (see Server.Path).
+func (p *parser) validate(servers []Server, nodes map[string]*yaml.Node) {
 	byPrefix := map[string]string{}
-	for _, s := range cfg.Servers {
+	for _, s := range servers {
 		if s.Disabled {
 			continue
 		}
-		n := nodes[s.Name]
-		at := "mcpServers." + s.Name + ".prefix"
+		n := nodes[s.Path()]
+		at := s.Path() + ".prefix"
 		if !validPrefix.MatchString(s.Prefix) {
 			p.errorf(n, at, "%q may use only letters, digits, _ and - (set prefix to rename the server's tools)", s.Prefix)
 		}
@@ -131,3 +143,81 @@ func (p *parser) validate(cfg *Config, nodes map[string]*yaml.Node) {
 }
 
 var validPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{0,40}$`)
+
+// Path is the key path of the server in its file: mcpServers.NAME, or
+// projects.DIR.mcpServers.NAME for a project's.
+func (s Server) Path() string {
+	if s.Project != "" {
+		return "projects." + s.Project + ".mcpServers." + s.Name
+	}
+	return "mcpServers." + s.Name
+}
+
+// projects parses the projects key: for each folder, the servers toolsift serves only there.
+// global are the nodes of the top-level servers, by key path.
+func (p *parser) projects(cfg *Config, n *yaml.Node, global map[string]*yaml.Node) {
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "projects", "want a mapping of folders to their servers ({/abs/folder: {mcpServers: …}}), got %s", kindName(n))
+		return
+	}
+	cfg.Projects = map[string][]Server{}
+	p.fields(n, "projects", func(dir string, v *yaml.Node, at string) {
+		if !filepath.IsAbs(dir) {
+			p.errorf(v, at, "a project is named by its folder's absolute path, such as /home/me/src/app")
+			return
+		}
+		dir = filepath.Clean(dir)
+		if v.Kind != yaml.MappingNode {
+			p.errorf(v, at, "want a mapping with an mcpServers key, got %s", kindName(v))
+			return
+		}
+		nodes := maps.Clone(global)
+		var servers []Server
+		p.fields(v, at, func(key string, v *yaml.Node, at string) {
+			if key != "mcpServers" {
+				p.unknownKey(v, at, key, projectKeys)
+				return
+			}
+			if v.Kind != yaml.MappingNode {
+				p.errorf(v, at, "want a mapping of server names, got %s", kindName(v))
+				return
+			}
+			p.fields(v, at, func(name string, v *yaml.Node, at string) {
+				if slices.ContainsFunc(cfg.Servers, func(s Server) bool { return s.Name == name }) {
+					p.errorf(v, at, "%q is also a server of every folder (mcpServers.%s): rename one", name, name)
+					return
+				}
+				s := p.server(name, v, at)
+				s.Project = dir
+				nodes[s.Path()] = v
+				servers = append(servers, s)
+			})
+		})
+		p.applyDefaults(cfg.Defaults, servers, at+".mcpServers.")
+		p.validate(append(slices.Clone(cfg.Servers), servers...), nodes)
+		cfg.Projects[dir] = servers
+	})
+}
+
+// ForProject returns the configuration as served in the folder dir: every folder's servers,
+// and those of the project dir is in (the longest folder of Projects that is dir or holds
+// it), if any.
+func (c *Config) ForProject(dir string) *Config {
+	if dir == "" || len(c.Projects) == 0 {
+		return c
+	}
+	dir = filepath.Clean(dir)
+	best := ""
+	for p := range c.Projects {
+		if (dir == p || strings.HasPrefix(dir, p+string(filepath.Separator))) && len(p) > len(best) {
+			best = p
+		}
+	}
+	if len(c.Projects[best]) == 0 {
+		return c
+	}
+	out := *c
+	out.Servers = append(slices.Clone(c.Servers), c.Projects[best]...)
+	out.Project = best
+	return &out
+}

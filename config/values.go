@@ -133,7 +133,17 @@ func (p *parser) expand(n *yaml.Node, at, s string) string {
 		if m[2] != "" {
 			return m[3]
 		}
-		p.errorf(n, at, "${%s} is not set (export it, or write ${%s:-default})", m[1], m[1])
+		if p.current == "" {
+			p.errorf(n, at, "${%s} is not set (export it where toolsift is started, or write ${%s:-default})", m[1], m[1])
+			return ""
+		}
+		if p.unset == nil {
+			p.unset = map[string][]string{}
+		}
+		// Said without "key: value", which would read as a secret to redact when the key is
+		// a header such as Authorization.
+		p.unset[p.current] = append(p.unset[p.current], (&Error{File: p.file, Line: n.Line,
+			Msg: fmt.Sprintf("${%s} is not set (used in %s; export it where toolsift is started, or write ${%s:-default})", m[1], at, m[1])}).Error())
 		return ""
 	})
 }

@@ -59,6 +59,12 @@ var (
 // keywords: BM25's saturation would otherwise let a long description outweigh the name.
 const nameBonus = 0.5
 
+// headBonus is added to the last word of a tool's name of two words or more: its head, what
+// the tool acts on (get_pull_request_status is about a status, create_pull_request about a
+// pull request). A request to "open a pull request" names the object it acts on, and the tool
+// whose head that is fits better than one that only mentions it on the way.
+const headBonus = 0.25
+
 // expansionTail is how much a term's further expansions add after its best one: a tool that
 // matches "search" and also "find" and "query" is likelier about searching, but not three
 // times as likely.
@@ -151,6 +157,11 @@ type Index struct {
 	// chinese marks the ids whose description has CJK characters: the English of a Chinese
 	// query word is not matched against them (see Search).
 	chinese []bool
+	// deprecated marks the ids whose description says the tool is deprecated, and
+	// replacedBy maps such a tool's name to the tool its description says to use instead,
+	// where that is a tool of the same server.
+	deprecated []bool
+	replacedBy map[string]string
 	// serverOf gives each id's server as a small number, for the server prior; the ids of
 	// server s are serverStart[s] up to serverStart[s+1].
 	serverOf    []int32
@@ -164,8 +175,8 @@ type Index struct {
 
 // NewIndex builds an index over docs. Later docs with a Name already seen are ignored.
 //
-// A large index takes a while (over half a second at 50,000 tools), and is built beside a server
-// that answers requests meanwhile: the build gives way to them (see package pace).
+// A large index takes a while to build: callers that serve requests meanwhile build it on a
+// goroutine of their own and keep searching the previous one (see package finder).
 func NewIndex(docs []Doc) *Index {
 	ix := &Index{
 		byName:   make(map[string]int, len(docs)),
@@ -234,7 +245,9 @@ func NewIndex(docs []Doc) *Index {
 	}
 
 	type fieldTerms [numFields][]int32
-	var all []fieldTerms // by id
+	var all []fieldTerms                    // by id
+	heads := make([]int32, 0, len(ix.docs)) // by id: the term of the name's head, or -1
+	ix.deprecated = make([]bool, len(ix.docs))
 	var total [numFields]float64
 	for _, i := range ix.order {
 		d := &ix.docs[i]
@@ -248,6 +261,12 @@ func NewIndex(docs []Doc) *Index {
 			return out
 		}
 		ft[fieldName] = nameIDs(nil, d.Tool)
+		head := int32(-1)
+		if n := len(ft[fieldName]); n >= 2 {
+			head = ft[fieldName][n-1]
+		}
+		heads = append(heads, head)
+		ix.noteDeprecated(int32(len(heads)-1), d)
 		ft[fieldServer] = nameIDs(nil, d.Server)
 		for _, k := range d.Keywords {
 			ft[fieldKeywords] = appendIDs(ft[fieldKeywords], k)
@@ -321,6 +340,9 @@ func NewIndex(docs []Doc) *Index {
 			base := v * (k1 + 1) / (v + k1)
 			if inName[t] {
 				base += nameBonus
+			}
+			if t == heads[i] {
+				base += headBonus
 			}
 			postings[t] = append(postings[t], posting{doc: int32(i), base: float32(base)})
 			tf[t], inName[t] = 0, false
@@ -408,23 +430,6 @@ func (b *runBuilder) done() []run {
 	return b.runs
 }
 
-// mergeShares computes, for each term that as a query term matches other terms too
-// (synonyms, longer names it begins), each doc's share of it (see scratch.add) once, so that
-// a search scores one list for such a term, not each of its expansions: the docs in order,
-// their shares, and runs over them, whose maxima bound a doc's share in each
-// server (qterm's bound from the expansions alone supposes a doc that has them all).
-func (ix *Index) mergeShares() {
-	sc := &scratch{acc: make([]acc, len(ix.docs))}
-	for term, td := range ix.terms {
-		exps := ix.termExpansions(term, term)
-		if len(exps) < 2 {
-			continue
-		}
-		td.merged = ix.merge(sc, exps, nil)
-		ix.terms[term] = td
-	}
-}
-
 // Len reports the number of indexed documents.
 func (ix *Index) Len() int { return len(ix.docs) }
 
@@ -456,7 +461,7 @@ func (ix *Index) search(q Query, limit int, prune bool, st *searchStats) (hits [
 	defer ix.putScratch(sc)
 	plan := ix.plan(q)
 	if prune && limit > 0 {
-		return sc.topK(ix, q, plan, limit, st), nil
+		return ix.belowReplacements(sc.topK(ix, q, plan, limit, st)), nil
 	}
 	for _, t := range plan {
 		sc.add(t)
@@ -464,7 +469,7 @@ func (ix *Index) search(q Query, limit int, prune bool, st *searchStats) (hits [
 	if st != nil {
 		st.touched = len(sc.touched)
 	}
-	return sc.rank(ix, q, len(plan), limit), nil
+	return ix.belowReplacements(sc.rank(ix, q, len(plan), limit)), nil
 }
 
 // splitSummary splits a description after its first sentence.

@@ -259,3 +259,20 @@ func editDistanceOne(a, b string) bool {
 	}
 	return a[i:] == b[i+1:]
 }
+
+// mergeShares computes, for each term that as a query term matches other terms too
+// (synonyms, longer names it begins), each doc's share of it (see scratch.add) once, so that
+// a search scores one list for such a term, not each of its expansions: the docs in order,
+// their shares, and runs over them, whose maxima bound a doc's share in each
+// server (qterm's bound from the expansions alone supposes a doc that has them all).
+func (ix *Index) mergeShares() {
+	sc := &scratch{acc: make([]acc, len(ix.docs))}
+	for term, td := range ix.terms {
+		exps := ix.termExpansions(term, term)
+		if len(exps) < 2 {
+			continue
+		}
+		td.merged = ix.merge(sc, exps, nil)
+		ix.terms[term] = td
+	}
+}

@@ -164,13 +164,13 @@ func (sc *scratch) topK(ix *Index, q Query, plan []qterm, k int, st *searchStats
 			sc.kth = sc.kth[:0]
 			for _, d := range sc.cand {
 				t := sc.top[ix.serverOf[d]]
-				sc.kth = pushTop(sc.kth, sc.acc[d].score*(1+serverPrior*(t[0]+t[1]+t[2])/most)*(1-slack), k)
+				sc.kth = pushTop(sc.kth, sc.acc[d].score*(1+serverPrior*(t[0]+t[1]+t[2])/most)*ix.prior(d)*(1-slack), k)
 			}
 		}
 		for _, d := range sc.maybe {
 			if f := sc.acc[d].score; f*(1+serverPrior*min(1, str/strongest))*(1+slack) >= theta && ix.hasAll(d, q.Required) {
 				sc.cand = append(sc.cand, d)
-				sc.kth = pushTop(sc.kth, f*(1+serverPrior*str/most)*(1-slack), k)
+				sc.kth = pushTop(sc.kth, f*(1+serverPrior*str/most)*ix.prior(d)*(1-slack), k)
 			}
 		}
 		if len(sc.kth) == k {
@@ -187,6 +187,7 @@ func (sc *scratch) topK(ix *Index, q Query, plan []qterm, k int, st *searchStats
 		if strongest > 0 {
 			s *= 1 + serverPrior*(t[0]+t[1]+t[2])/strongest
 		}
+		s *= ix.prior(d)
 		if s <= 0 || len(hits) == k && s < hits[k-1].Score {
 			continue
 		}

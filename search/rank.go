@@ -178,6 +178,7 @@ func (sc *scratch) rank(ix *Index, q Query, known, limit int) []Hit {
 		if t := sc.top[ix.serverOf[d]]; strongest > 0 {
 			s *= 1 + serverPrior*(t[0]+t[1]+t[2])/strongest
 		}
+		s *= ix.prior(d)
 		doc := &ix.docs[ix.order[d]]
 		if s <= 0 || !ix.hasAll(d, q.Required) || q.Server != "" && !strings.EqualFold(doc.Server, q.Server) {
 			continue

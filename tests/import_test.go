@@ -59,7 +59,8 @@ url = "%s/mcp"
 			if stdout, stderr, code := runCLI(t, "import", "--client", tt.client, src, "-o", out); code != 0 {
 				t.Fatalf("import = %d\n%s%s", code, stdout, stderr)
 			}
-			stdout, stderr, code := runCLI(t, "status", "--config", out, "--wait", "20s")
+			// A project's file (.mcp.json, opencode.json) is served in its project, here dir.
+			stdout, stderr, code := runCLIWith(t, append(isolatedEnv(t), "CLAUDE_PROJECT_DIR="+dir), "status", "--config", out, "--wait", "20s")
 			if code != 0 {
 				data, _ := os.ReadFile(out)
 				t.Fatalf("status of the imported config = %d\n%s%s\nconfig:\n%s", code, stdout, stderr, data)

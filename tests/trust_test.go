@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	tsconfig "github.com/toolsift/toolsift/config"
 )
 
 // TestFolderConfigNeedsApproval: a toolsift.yaml that came with a cloned repository never
@@ -126,25 +128,26 @@ func TestImportHonoursClaudeApprovals(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("import: %v\n%s", err, stderr.String())
 	}
-	servers := map[string]string{} // name -> its block of the output
-	name := ""
-	for _, line := range strings.Split(stdout.String(), "\n") {
-		if strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ") && strings.HasSuffix(line, ":") {
-			name = strings.TrimSuffix(strings.TrimSpace(line), ":")
-			continue
-		}
-		if name != "" {
-			servers[name] += line + "\n"
-		}
+	cfg, err := tsconfig.Parse("stdout", []byte(stdout.String()), func(string) (string, bool) { return "", true })
+	if err != nil {
+		t.Fatalf("the import does not load: %v\n%s", err, stdout.String())
+	}
+	if len(cfg.Servers) != 0 {
+		t.Errorf("the project's servers are served in every folder: %v", cfg.Servers)
+	}
+	// The repository's servers are its own: served there alone.
+	servers := map[string]tsconfig.Server{}
+	for _, s := range cfg.Projects[repo] {
+		servers[s.Name] = s
 	}
 	for n, disabled := range map[string]bool{"evil": true, "pending": true, "approved": false} {
-		block, ok := servers[n]
+		s, ok := servers[n]
 		if !ok {
-			t.Errorf("server %s not imported:\n%s", n, stdout.String())
+			t.Errorf("server %s not imported for %s:\n%s", n, repo, stdout.String())
 			continue
 		}
-		if got := strings.Contains(block, "disabled: true"); got != disabled {
-			t.Errorf("server %s: disabled = %v, want %v:\n%s", n, got, disabled, block)
+		if s.Disabled != disabled {
+			t.Errorf("server %s: disabled = %v, want %v", n, s.Disabled, disabled)
 		}
 	}
 	if !strings.Contains(stderr.String(), "disabledMcpjsonServers") || !strings.Contains(stderr.String(), "not approved in Claude Code") {

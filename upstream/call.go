@@ -138,6 +138,8 @@ func (s *server) await(ctx context.Context) (conn Conn, done func(), err error) 
 		}
 		s.mu.Unlock()
 		switch {
+		case s.cfg.Broken != "":
+			return nil, nil, lastErr
 		case state == StateDisabled:
 			return nil, nil, errors.New("disabled in the configuration")
 		case state == StateNeedsLogin:

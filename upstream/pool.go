@@ -53,6 +53,9 @@ type Status struct {
 	// It is the user's to read (it may quote a secret the server was given): it never
 	// reaches a model.
 	Stderr string
+	// StderrTail is the last lines a stdio server printed before that error, one per line,
+	// for status --verbose; the same care applies.
+	StderrTail string
 	// Cached is when the server's cached catalog was saved; zero if there is none.
 	Cached time.Time
 }
@@ -254,7 +257,7 @@ func (p *Pool) Statuses() []Status {
 	out := make([]Status, 0, len(p.servers))
 	for _, s := range p.servers {
 		s.mu.Lock()
-		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.part.tools), Summary: s.summary, Err: s.lastErr, Stderr: s.stderr, Cached: s.cached}
+		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.part.tools), Summary: s.summary, Err: s.lastErr, Stderr: s.stderr, StderrTail: s.stderrLines, Cached: s.cached}
 		if s.cfg.Description != "" {
 			st.Summary = s.cfg.Description
 		}

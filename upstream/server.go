@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -79,10 +80,12 @@ type server struct {
 	// stderr is what the server printed that tells most about its last failure (see
 	// explain): for the user and the log, never for the error a call returns, since a
 	// server may print a secret it was given.
-	stderr   string
-	failures int // connection attempts that failed, ever
-	connects int // connections made, ever
-	summary  string
+	stderr string
+	// stderrLines are the last lines it printed before that failure (see tailLines).
+	stderrLines string
+	failures    int // connection attempts that failed, ever
+	connects    int // connections made, ever
+	summary     string
 	// part is what the server last listed, or the cache had. It is replaced whole, never
 	// changed, since catalogs share it; the pool is told with shared.rebuild.
 	part   part
@@ -115,6 +118,11 @@ func newServer(cfg config.Server, opts Options, sh shared) *server {
 	}
 	if cfg.Disabled {
 		s.state = StateDisabled
+		if cfg.Broken != "" {
+			// Not started, as if disabled, but shown failed, with why.
+			s.state, s.lastErr = StateFailed, errors.New(cfg.Broken)
+			s.log.Warn("upstream not started", "error", cfg.Broken)
+		}
 		s.attemptedOnce.Do(func() { close(s.attempted) })
 	}
 	return s

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/toolsift/toolsift/config"
@@ -81,7 +82,8 @@ func (s *server) run(ctx context.Context) {
 			continue
 		}
 		s.mu.Lock()
-		s.stderr = explain(s.stderrTail.String())
+		tail := s.stderrTail.String()
+		s.stderr, s.stderrLines = explain(tail), strings.Join(tailLines(tail, stderrTailLines), "\n")
 		s.mu.Unlock()
 		s.disconnect(err, StateFailed)
 		// Jitter keeps many servers that failed together from retrying together.
@@ -191,7 +193,7 @@ func (s *server) connect(ctx context.Context) error {
 	default:
 	}
 	s.mu.Lock()
-	s.info, s.lastErr, s.stderr, s.summary, s.lastUsed = info, nil, "", info.Summary, time.Now()
+	s.info, s.lastErr, s.stderr, s.stderrLines, s.summary, s.lastUsed = info, nil, "", "", info.Summary, time.Now()
 	s.connects++
 	restarts := s.connects - 1
 	s.part = part{tools: tools, prompts: prompts, resources: resources}
