@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -13,9 +14,10 @@ import (
 	"golang.org/x/term"
 )
 
-// version is set at build time with -ldflags "-X main.version=…"; otherwise it comes from
-// the module's build info.
-var version = ""
+// version and commit are set by a release build (scripts/dist.sh) with -ldflags
+// "-X main.version=… -X main.commit=…"; otherwise they come from the build info: the module
+// version of go install …@vX.Y.Z, or the checkout's commit of go build.
+var version, commit = "", ""
 
 // command is one subcommand of the CLI.
 type command struct {
@@ -77,7 +79,7 @@ func commands() []command {
 			if _, done, err := parseFlags(fs, args, stdout); done || err != nil {
 				return err
 			}
-			fmt.Fprintln(stdout, "toolsift", buildVersion())
+			fmt.Fprintln(stdout, versionLine())
 			return nil
 		},
 	}, {
@@ -213,11 +215,48 @@ func isTerminal(r io.Reader) bool {
 }
 
 func buildVersion() string {
-	if version != "" {
-		return version
+	v, _ := build()
+	return v
+}
+
+// versionLine is what toolsift --version prints: the version, and the commit when known,
+// so that a bug report says which build it came from.
+func versionLine() string {
+	v, c := build()
+	if c == "" {
+		return "toolsift " + v
 	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
+	return "toolsift " + v + " (commit " + c + ")"
+}
+
+// build returns the version and commit this binary was built from: those stamped by a
+// release build, else what the Go toolchain recorded.
+func build() (v, c string) {
+	v, c = version, commit
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return cmp.Or(v, "dev"), c
 	}
-	return "dev"
+	return buildInfo(v, c, info)
+}
+
+func buildInfo(v, c string, info *debug.BuildInfo) (string, string) {
+	if v == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		v = info.Main.Version
+	}
+	modified := false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			if c == "" {
+				c = s.Value[:min(12, len(s.Value))]
+			}
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if c != "" && modified && !strings.HasSuffix(c, "+dirty") {
+		c += "+dirty"
+	}
+	return cmp.Or(v, "dev"), c
 }

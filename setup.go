@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -120,17 +121,18 @@ func setupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("the client could not start toolsift with this configuration: fix it, then run setup again: %w", err)
 	}
 	cfg := unset.cfg
-	cmdPath := *command
-	if cmdPath == "" {
+	var entry clients.Entry
+	if *command != "" {
+		entry = clients.Entry{Command: *command, Args: []string{"--config", cfgFile}}
+	} else {
 		exe, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("finding toolsift's own path: %w; pass --command PATH", err)
 		}
-		if cmdPath, err = toolsiftCommand(exe, exec.LookPath); err != nil {
+		if entry, err = startEntry(exe, runtime.GOOS, buildVersion(), cfgFile, exec.LookPath); err != nil {
 			return err
 		}
 	}
-	entry := clients.Entry{Command: cmdPath, Args: []string{"--config", cfgFile}}
 	// A client may write its file while setup does (Claude Code keeps its state in
 	// ~/.claude.json): Apply then writes nothing, and setup starts over from the new file.
 	for attempt := 1; ; attempt++ {
@@ -329,6 +331,26 @@ func fileFlag(given, file string, show func(string) string) string {
 		return ""
 	}
 	return " --file " + show(file)
+}
+
+// startEntry is how a client should start this toolsift with the configuration cfgFile.
+// Run by npx (from npx's cache, which npm may clear), that is npx again, at this version,
+// so that the entry lasts; on Windows through cmd /c, which clients need to run npx.cmd.
+// Otherwise it is the executable (see toolsiftCommand).
+func startEntry(exe, goos, version, cfgFile string, lookPath func(string) (string, error)) (clients.Entry, error) {
+	if strings.Contains(strings.ReplaceAll(exe, `\`, "/"), "/_npx/") {
+		pkg := "toolsift"
+		if strings.HasPrefix(version, "v") {
+			pkg += "@" + strings.TrimPrefix(version, "v")
+		}
+		args := []string{"-y", pkg, "--config", cfgFile}
+		if goos == "windows" {
+			return clients.Entry{Command: "cmd", Args: append([]string{"/c", "npx"}, args...)}, nil
+		}
+		return clients.Entry{Command: "npx", Args: args}, nil
+	}
+	cmd, err := toolsiftCommand(exe, lookPath)
+	return clients.Entry{Command: cmd, Args: []string{"--config", cfgFile}}, err
 }
 
 // toolsiftCommand returns the command a client should start toolsift by, given this

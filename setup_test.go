@@ -292,3 +292,26 @@ func TestSetupProjectWalk(t *testing.T) {
 		t.Errorf("undo output:\n%s", stdout.String())
 	}
 }
+
+// TestStartEntry: setup run from npx's cache writes npx at this version, which lasts where
+// the cache path may not; run from an install, the binary's path.
+func TestStartEntry(t *testing.T) {
+	noPath := func(string) (string, error) { return "", errors.New("not found") }
+	tests := []struct {
+		name, exe, goos, version string
+		want                     string
+	}{
+		{"npx cache", "/home/me/.npm/_npx/0123abcd/node_modules/toolsift-linux-x64/bin/toolsift", "linux", "v1.4.2", "npx -y toolsift@1.4.2 --config /c.yaml"},
+		{"npx cache, a prerelease", "/home/me/.npm/_npx/0123abcd/node_modules/toolsift-darwin-arm64/bin/toolsift", "darwin", "v1.5.0-rc.1", "npx -y toolsift@1.5.0-rc.1 --config /c.yaml"},
+		{"npx cache on Windows", `C:\Users\me\AppData\Local\npm-cache\_npx\0123abcd\node_modules\toolsift-windows-x64\bin\toolsift.exe`, "windows", "v1.4.2", "cmd /c npx -y toolsift@1.4.2 --config /c.yaml"},
+		{"npx cache, no version", "/home/me/.npm/_npx/0123abcd/node_modules/toolsift-linux-x64/bin/toolsift", "linux", "dev", "npx -y toolsift --config /c.yaml"},
+		{"a global npm install", "/usr/lib/node_modules/toolsift-linux-x64/bin/toolsift", "linux", "v1.4.2", "/usr/lib/node_modules/toolsift-linux-x64/bin/toolsift --config /c.yaml"},
+		{"go install", "/home/me/go/bin/toolsift", "linux", "v1.4.2", "/home/me/go/bin/toolsift --config /c.yaml"},
+	}
+	for _, tt := range tests {
+		e, err := startEntry(tt.exe, tt.goos, tt.version, "/c.yaml", noPath)
+		if got := strings.Join(append([]string{e.Command}, e.Args...), " "); err != nil || got != tt.want {
+			t.Errorf("%s: %q, %v; want %q", tt.name, got, err, tt.want)
+		}
+	}
+}

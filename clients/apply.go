@@ -57,6 +57,9 @@ func (c *Change) Apply() error {
 		if !c.Undo && c.record != nil {
 			c.state.restore(wroteBackup)
 		}
+		if errors.Is(err, atomicfile.ErrChanged) {
+			return fmt.Errorf("%s %w; nothing written: run it again", c.File, ErrChanged)
+		}
 		return err
 	}
 	switch {

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -127,7 +126,7 @@ func runClient(t *testing.T, cmd *exec.Cmd, logPath string, requests func() stri
 	// The client spawns toolsift, which spawns the fixture: a timeout must take them all
 	// down, and the test must tell when all of them are gone, so they get a process group of
 	// their own.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	// toolsift may hold the client's stdout or stderr open for a while after the client exits.
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr strings.Builder
@@ -139,7 +138,7 @@ func runClient(t *testing.T, cmd *exec.Cmd, logPath string, requests func() stri
 		var killed atomic.Bool
 		timer := time.AfterFunc(clientTimeout, func() {
 			killed.Store(true)
-			syscall.Kill(-pgid, syscall.SIGKILL)
+			killGroup(pgid)
 		})
 		run.err = cmd.Wait()
 		timer.Stop()
@@ -172,7 +171,7 @@ func awaitGroup(t *testing.T, name string, pgid int) {
 	}
 	if left := groupMembers(pgid); len(left) > 0 {
 		t.Errorf("processes %v (toolsift, its upstream?) still running 10s after %s exited; killing them", left, name)
-		syscall.Kill(-pgid, syscall.SIGKILL)
+		killGroup(pgid)
 	}
 }
 
@@ -183,7 +182,7 @@ func awaitGroup(t *testing.T, name string, pgid int) {
 func groupMembers(pgid int) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		if syscall.Kill(-pgid, 0) == nil {
+		if groupAlive(pgid) {
 			return []int{-pgid}
 		}
 		return nil

@@ -23,9 +23,16 @@ func Write(path string, data []byte, mode fs.FileMode) error {
 	return WriteChecked(path, data, mode, nil)
 }
 
+// ErrChanged is returned by WriteChecked when the file changed while check read it.
+var ErrChanged = errors.New("changed while it was being checked")
+
 // WriteChecked is Write with a last check: check is called with the file that is about to
 // be replaced once the new content is on disk, just before the rename, and an error from it
-// leaves the file as it was and is returned as is.
+// leaves the file as it was and is returned as is. A check that reads a large file takes a
+// while, and a writer may come in meanwhile: the file's size and modification time are
+// taken before the check and again after it, and the rename follows at once only if they
+// are the same, so that the window in which another write could be lost is that of two
+// system calls, not of the check.
 func WriteChecked(path string, data []byte, mode fs.FileMode, check func(target string) error) error {
 	target, err := Target(path)
 	if err != nil {
@@ -56,8 +63,12 @@ func WriteChecked(path string, data []byte, mode fs.FileMode, check func(target 
 		return fail(err)
 	}
 	if check != nil {
+		before, _ := os.Stat(target)
 		if err := check(target); err != nil {
 			return err
+		}
+		if after, _ := os.Stat(target); !sameStat(before, after) {
+			return fmt.Errorf("writing %s: %w", path, ErrChanged)
 		}
 	}
 	if err := os.Rename(tmp.Name(), target); err != nil {
@@ -123,4 +134,13 @@ func RemoveOrphans(path string) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
+}
+
+// sameStat reports whether two stats of one path show the same file, unchanged: both
+// missing, or the same file with the same size and modification time.
+func sameStat(a, b fs.FileInfo) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }

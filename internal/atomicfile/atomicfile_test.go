@@ -102,3 +102,20 @@ func temps(t *testing.T, dir string) []string {
 	m, _ := filepath.Glob(filepath.Join(dir, ".*.toolsift-*"))
 	return m
 }
+
+// TestWriteCheckedNoticesAWriteDuringTheCheck: a write to the file while the check reads it
+// is not overwritten.
+func TestWriteCheckedNoticesAWriteDuringTheCheck(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(path, []byte("old"), 0o600)
+	err := WriteChecked(path, []byte("new"), 0o600, func(target string) error {
+		// What another program does between the check's read and the rename.
+		return os.WriteFile(target, []byte("theirs, longer"), 0o600)
+	})
+	if !errors.Is(err, ErrChanged) {
+		t.Errorf("WriteChecked = %v, want ErrChanged", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "theirs, longer" {
+		t.Errorf("file = %q, want the other program's write", got)
+	}
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env node
+// Runs the toolsift binary of this platform's package (toolsift-<os>-<arch>, an optional
+// dependency of this one) with this process's arguments, stdin, stdout and stderr, and ends
+// as it ends: its exit code, or the signal that ended it. SIGINT, SIGTERM and SIGHUP sent
+// to this launcher are passed on, so a client that stops its MCP server stops toolsift.
+"use strict";
+
+const { spawn } = require("node:child_process");
+const path = require("node:path");
+
+const platforms = { win32: "windows", darwin: "darwin", linux: "linux" };
+const pkg = `toolsift-${platforms[process.platform] || process.platform}-${process.arch}`;
+const exe = process.platform === "win32" ? "toolsift.exe" : "toolsift";
+
+function binary() {
+  if (process.env.TOOLSIFT_BINARY) return process.env.TOOLSIFT_BINARY;
+  try {
+    return path.join(path.dirname(require.resolve(`${pkg}/package.json`)), "bin", exe);
+  } catch {
+    process.stderr.write(
+      `toolsift: no binary for ${process.platform}-${process.arch}: the package ${pkg} is not installed.\n` +
+        `npm installs it as an optional dependency of toolsift; reinstall without --omit=optional (or --no-optional),\n` +
+        `or download an archive for your platform from the release page and put toolsift on your PATH.\n`,
+    );
+    process.exit(1);
+  }
+}
+
+const child = spawn(binary(), process.argv.slice(2), { stdio: "inherit", windowsHide: true });
+for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+  process.on(sig, () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(sig);
+  });
+}
+child.on("error", (err) => {
+  process.stderr.write(`toolsift: starting ${err.path || "the binary"}: ${err.message}\n`);
+  process.exit(1);
+});
+child.on("exit", (code, signal) => {
+  if (signal) {
+    // End the way toolsift ended, so that whoever started the launcher sees the signal.
+    process.removeAllListeners(signal);
+    process.kill(process.pid, signal);
+    return;
+  }
+  process.exit(code ?? 1);
+});

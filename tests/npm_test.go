@@ -1,0 +1,197 @@
+//go:build unix
+
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// release builds the release for this platform with scripts/dist.sh, once, into a folder it
+// returns.
+var release = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "toolsift-npm")
+	if err != nil {
+		return "", err
+	}
+	dist := filepath.Join(dir, "dist")
+	cmd := exec.Command("bash", "scripts/dist.sh")
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "VERSION=v0.0.0-test", "DIST="+dist, "PLATFORMS="+runtime.GOOS+"/"+runtime.GOARCH)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("scripts/dist.sh: %v\n%s", err, out)
+	}
+	return dist, nil
+})
+
+// npmRelease installs the release's npm tarballs offline into a fresh prefix, once, as npm
+// install -g would, and returns the installed launcher.
+var npmRelease = sync.OnceValues(func() (string, error) {
+	dist, err := release()
+	if err != nil {
+		return "", err
+	}
+	tarballs, _ := filepath.Glob(filepath.Join(dist, "npm", "*.tgz"))
+	if len(tarballs) != 2 {
+		return "", fmt.Errorf("dist/npm has %v, want the launcher and this platform's package", tarballs)
+	}
+	prefix := filepath.Join(filepath.Dir(dist), "prefix")
+	install := exec.Command("npm", append([]string{"install", "-g", "--prefix", prefix, "--offline", "--no-audit", "--no-fund"}, tarballs...)...)
+	if out, err := install.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("npm install: %v\n%s", err, out)
+	}
+	return filepath.Join(prefix, "bin", "toolsift"), nil
+})
+
+func launcher(t testing.TB) string {
+	t.Helper()
+	p, err := npmRelease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestNPMPackage installs the npm tarballs offline, as a user without Go would, and runs
+// toolsift through the launcher: its version, its exit code, an MCP session, and its end.
+func TestNPMPackage(t *testing.T) {
+	ts := launcher(t)
+	out, err := exec.Command(ts, "--version").Output()
+	if err != nil || !regexp.MustCompile(`^toolsift v0\.0\.0-test \(commit [0-9a-f]{12}\)\n$`).Match(out) {
+		t.Errorf("toolsift --version = %q, %v", out, err)
+	}
+	// A usage mistake exits 2 through the launcher, with toolsift's message.
+	cmd := exec.Command(ts, "frobnicate")
+	stderr, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(stderr), `unknown command "frobnicate"`) {
+		t.Errorf("exit %d: %s", cmd.ProcessState.ExitCode(), stderr)
+	}
+
+	// A client through the launcher: stdin, stdout and stderr are toolsift's.
+	cfg := config(t, fmt.Sprintf("mcpServers:\n  gh:\n    command: %s\n    args: [--catalog, %s]\n", fixtureBin, catalog(t, "github")))
+	c := start(t, ts, "--config", cfg)
+	c.initialize()
+	if tools := names(c.listTools()); !slices.Contains(tools, "tool_search") {
+		t.Errorf("tools through the launcher: %v", tools)
+	}
+	if res := c.search("create issue", 1); len(res.Matches) == 0 || res.Matches[0].Name != "gh__create_issue" {
+		t.Errorf("search through the launcher: %+v", res)
+	}
+	// stdin's end ends toolsift, and the launcher with it.
+	c.stdin.Close()
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("toolsift's stdout still open 10s after stdin closed")
+	}
+}
+
+// TestNPMLauncherSignals: SIGTERM or SIGINT to the launcher ends toolsift, and the launcher
+// ends as toolsift did; nothing is left running.
+func TestNPMLauncherSignals(t *testing.T) {
+	ts := launcher(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		cmd := exec.Command(ts, "--config", config(t, "mcpServers: {}\n"))
+		cmd.Env = isolatedEnv(t)
+		stdin, _ := cmd.StdinPipe() // held open: only the signal ends it
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var kid int
+		eventually(t, 10*time.Second, "the launcher starting toolsift", func() bool {
+			kids := childrenOf(t, cmd.Process.Pid)
+			if len(kids) == 1 {
+				kid = kids[0]
+			}
+			return kid != 0
+		})
+		time.Sleep(200 * time.Millisecond) // toolsift's signal handling is installed
+		cmd.Process.Signal(sig)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			// toolsift ends cleanly on either signal, and the launcher as toolsift did.
+			if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); err != nil && !(ws.Signaled() && ws.Signal() == sig) {
+				t.Errorf("%v: the launcher ended with %v", sig, err)
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%v: the launcher still running 10s later", sig)
+		}
+		stdin.Close()
+		eventually(t, 5*time.Second, "toolsift ending with the launcher", func() bool { return !running(kid) })
+	}
+}
+
+// BenchmarkLauncher times toolsift --version through the npm launcher and bare: what the
+// launcher adds to a client's start of toolsift.
+func BenchmarkLauncher(b *testing.B) {
+	ts := launcher(b)
+	bare := filepath.Join(filepath.Dir(ts), "..", "lib", "node_modules", "toolsift-"+runtime.GOOS+"-"+npmArch(), "bin", "toolsift")
+	for _, run := range []struct{ name, path string }{{"bare", bare}, {"launcher", ts}} {
+		b.Run(run.name, func(b *testing.B) {
+			for b.Loop() {
+				if out, err := exec.Command(run.path, "--version").Output(); err != nil {
+					b.Fatalf("%s --version: %v %s", run.path, err, out)
+				}
+			}
+		})
+	}
+}
+
+func npmArch() string {
+	if runtime.GOARCH == "amd64" {
+		return "x64"
+	}
+	return runtime.GOARCH
+}
+
+// TestServerJSON checks the MCP Registry entry, the repository's and the one a release
+// writes, against the registry's schema, and that it names the npm package as that package
+// names it.
+func TestServerJSON(t *testing.T) {
+	dist, err := release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate := exec.Command("node", "registry/validate.mjs", "registry/server.schema.json", "../server.json", filepath.Join(dist, "server.json"))
+	if out, err := validate.CombinedOutput(); err != nil {
+		t.Errorf("server.json against the registry's schema: %v\n%s", err, out)
+	}
+	var entry struct {
+		Name     string
+		Version  string
+		Packages []struct{ RegistryType, Identifier, Version string }
+	}
+	var pkg struct {
+		Name    string `json:"name"`
+		MCPName string `json:"mcpName"`
+	}
+	for file, v := range map[string]any{filepath.Join(dist, "server.json"): &entry, "../npm/toolsift/package.json": &pkg} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, v); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+	}
+	if entry.Version != "0.0.0-test" || len(entry.Packages) != 1 || entry.Packages[0].Version != entry.Version {
+		t.Errorf("the release's server.json is not at its version: %+v", entry)
+	}
+	if p := entry.Packages[0]; p.RegistryType != "npm" || p.Identifier != pkg.Name || pkg.MCPName != entry.Name {
+		t.Errorf("server.json names %s %q as %q; the npm package is %q, mcpName %q", p.RegistryType, p.Identifier, entry.Name, pkg.Name, pkg.MCPName)
+	}
+}
