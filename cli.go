@@ -38,7 +38,7 @@ func commands() []command {
 		summary: "serve MCP on stdio, as a client starts it (the default command), or streamable HTTP with --listen",
 		run:     serve,
 	}, {
-		name: "import", summary: "write a toolsift config holding your clients' MCP servers (Claude, Cursor, VS Code, Gemini, Codex, opencode)",
+		name: "import", summary: "write a toolsift config holding your clients' MCP servers (Claude, Cursor, VS Code, Gemini, Codex, opencode, Copilot)",
 		help: importUsage, run: noStdin(importCmd),
 	}, {
 		name: "setup", summary: "point a client at toolsift in place of its servers, keeping a backup; --undo switches back",

@@ -30,7 +30,8 @@ servers setup moved to toolsift come from its record, with any added to the file
 
 Flags:
   --client NAME  read only this client's files, or read each FILE as its format:
-                 claude-code, claude-desktop, cursor, vscode, gemini, codex, opencode
+                 claude-code, claude-desktop, cursor, vscode, gemini, codex, opencode,
+                 copilot
   -o FILE        write the configuration to FILE (mode 0600) instead of stdout
   --merge        with -o, add to FILE the servers it lacks, keeping the rest of it
   --force        with -o, overwrite FILE if it exists; refused if that would drop servers

@@ -1,5 +1,5 @@
 // Package clients reads the MCP server configurations of MCP clients — Claude Code, Claude
-// Desktop, Cursor, VS Code, Gemini CLI, Codex and opencode — translates their servers into
+// Desktop, Cursor, VS Code, Gemini CLI, Codex, opencode and Copilot CLI — translates their servers into
 // toolsift's configuration, and switches a client over to toolsift and back.
 //
 // Nothing is dropped silently: whatever cannot be carried over as it was is a Warning that
@@ -26,10 +26,11 @@ const (
 	Gemini        Kind = "gemini"
 	Codex         Kind = "codex"
 	OpenCode      Kind = "opencode"
+	Copilot       Kind = "copilot"
 )
 
 // Kinds lists every client, in the order their files are searched.
-var Kinds = []Kind{ClaudeCode, ClaudeDesktop, Cursor, VSCode, Gemini, Codex, OpenCode}
+var Kinds = []Kind{ClaudeCode, ClaudeDesktop, Cursor, VSCode, Gemini, Codex, OpenCode, Copilot}
 
 // Title is the client's product name, such as "Claude Code".
 func (k Kind) Title() string {
@@ -48,6 +49,8 @@ func (k Kind) Title() string {
 		return "Codex"
 	case OpenCode:
 		return "opencode"
+	case Copilot:
+		return "Copilot CLI"
 	}
 	return string(k)
 }
@@ -70,6 +73,8 @@ func ParseKind(s string) (Kind, error) {
 		return Codex, nil
 	case "opencode", "open-code":
 		return OpenCode, nil
+	case "copilot", "copilot-cli", "github-copilot", "gh-copilot":
+		return Copilot, nil
 	}
 	return "", fmt.Errorf("unknown client %q (known: %s)", s, kindList())
 }

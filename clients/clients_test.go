@@ -116,6 +116,7 @@ func TestReadGolden(t *testing.T) {
 		{"codex", "testdata/codex/config.toml", "", testOpts},
 		{"opencode", "testdata/opencode/opencode.jsonc", "", testOpts},
 		{"opencode-v2", "testdata/opencode/opencode.v2.json", "", testOpts},
+		{"copilot", "testdata/copilot/.copilot/mcp-config.json", "", testOpts},
 		{"duplicates", "testdata/hostile/duplicates.json", "", testOpts},
 		{"duplicates-as-cursor", "testdata/hostile/duplicates.json", Cursor, testOpts},
 	}

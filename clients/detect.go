@@ -2,6 +2,7 @@ package clients
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -78,6 +79,9 @@ func kindFromName(path string) Kind {
 		return VSCode
 	case dir == ".gemini" && base == "settings.json":
 		return Gemini
+	case (dir == ".copilot" || os.Getenv("COPILOT_HOME") != "" && filepath.Dir(path) == filepath.Clean(os.Getenv("COPILOT_HOME"))) && base == "mcp-config.json",
+		dir == ".github" && base == "mcp.json":
+		return Copilot
 	case strings.HasSuffix(base, ".toml"):
 		return Codex
 	case strings.HasPrefix(base, "opencode") && (strings.HasSuffix(base, ".json") || strings.HasSuffix(base, ".jsonc")):
@@ -99,8 +103,8 @@ func projectOf(path string, kind Kind, home string) string {
 		if base == ".mcp.json" {
 			return dir
 		}
-	case Cursor, VSCode, Gemini, Codex:
-		marker := map[Kind]string{Cursor: ".cursor", VSCode: ".vscode", Gemini: ".gemini", Codex: ".codex"}[kind]
+	case Cursor, VSCode, Gemini, Codex, Copilot:
+		marker := map[Kind]string{Cursor: ".cursor", VSCode: ".vscode", Gemini: ".gemini", Codex: ".codex", Copilot: ".github"}[kind]
 		if filepath.Base(dir) == marker && !inHome(filepath.Dir(dir)) {
 			return filepath.Dir(dir)
 		}

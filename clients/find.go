@@ -27,6 +27,7 @@ var userFiles = map[Kind][]string{
 	Gemini:   {".gemini/settings.json"},
 	Codex:    {".codex/config.toml"},
 	OpenCode: {".config/opencode/opencode.json", ".config/opencode/opencode.jsonc"},
+	Copilot:  {".copilot/mcp-config.json"}, // or $COPILOT_HOME/mcp-config.json (see userFile)
 }
 
 // projectFiles are each client's project-level files, relative to the project directory.
@@ -37,6 +38,19 @@ var projectFiles = map[Kind][]string{
 	Gemini:     {".gemini/settings.json"},
 	Codex:      {".codex/config.toml"},
 	OpenCode:   {"opencode.json", "opencode.jsonc", ".opencode/opencode.json", ".opencode/opencode.jsonc"},
+	// Copilot CLI reads the workspace's .mcp.json too, which is read as Claude Code's.
+	Copilot: {".github/mcp.json"},
+}
+
+// userFile is the path of a user-level file rel of a client: under home, except that
+// Copilot CLI keeps its files in $COPILOT_HOME when that is set.
+func userFile(kind Kind, home, rel string) string {
+	if kind == Copilot {
+		if ch := os.Getenv("COPILOT_HOME"); ch != "" {
+			return filepath.Join(ch, filepath.Base(rel))
+		}
+	}
+	return filepath.Join(home, filepath.FromSlash(rel))
 }
 
 // Find returns the client configuration files that exist for a user whose home is home,
@@ -60,7 +74,7 @@ func Find(home, cwd string) []Source {
 	for _, k := range Kinds {
 		if home != "" {
 			for _, rel := range userFiles[k] {
-				add(filepath.Join(home, filepath.FromSlash(rel)), k)
+				add(userFile(k, home, rel), k)
 			}
 		}
 		if cwd != "" {
@@ -109,7 +123,7 @@ func DefaultFile(kind Kind, home, cwd string) string {
 		candidates = candidates[:3] // the mcp.json files; settings.json is read, not written
 	}
 	for _, rel := range candidates {
-		if p := filepath.Join(home, filepath.FromSlash(rel)); exists(p) {
+		if p := userFile(kind, home, rel); exists(p) {
 			return p
 		}
 	}
@@ -127,5 +141,5 @@ func DefaultFile(kind Kind, home, cwd string) string {
 			i = 2
 		}
 	}
-	return filepath.Join(home, filepath.FromSlash(candidates[i]))
+	return userFile(kind, home, candidates[i])
 }

@@ -92,6 +92,9 @@ func (l jsonLayout) entryJSON(kind Kind, e Entry, base string) string {
 		fields = []string{`"type": "stdio"`, `"command": ` + jsonString(e.Command), `"args": ` + quoted(e.Args)}
 	case OpenCode:
 		fields = []string{`"type": "local"`, `"command": ` + quoted(append([]string{e.Command}, e.Args...))}
+	case Copilot:
+		// Its own deferred loading would hide toolsift's tools behind a search of its own.
+		fields = []string{`"type": "local"`, `"command": ` + jsonString(e.Command), `"args": ` + quoted(e.Args), `"tools": ["*"]`, `"deferTools": "never"`}
 	default:
 		fields = []string{`"command": ` + jsonString(e.Command), `"args": ` + quoted(e.Args)}
 	}

@@ -61,6 +61,7 @@ func TestSetupRoundTrip(t *testing.T) {
 		{"codex", "testdata/codex/config.toml", nil},
 		{"opencode", "testdata/opencode/opencode.jsonc", nil},
 		{"opencode-v2", "testdata/opencode/opencode.v2.json", nil},
+		{"copilot", "testdata/copilot/.copilot/mcp-config.json", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

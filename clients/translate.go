@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -233,6 +234,17 @@ func (e *entry) mcpServers(kind Kind) (t, command, urlStr string) {
 		if t == "" && command == "" && strings.HasSuffix(strings.TrimRight(urlStr, "/"), "/sse") {
 			t = typeSSE
 		}
+	case Copilot:
+		// Copilot CLI: "local" is a program it starts; tools lists the tools it may use
+		// ("*": all); deferTools is its own lazy loading, which toolsift does instead.
+		if t == "local" {
+			t = typeStdio
+		}
+		if tools := e.strs("tools"); len(tools) > 0 && !slices.Contains(tools, "*") {
+			s.Allow = tools
+		}
+		e.get("deferTools")
+		s.CallTimeout = e.duration("timeout", time.Millisecond)
 	}
 	return t, command, urlStr
 }

@@ -31,8 +31,8 @@ func (f *file) vars(s *Server, opts Options) {
 		}
 	}
 	switch f.src.Kind {
-	case ClaudeCode:
-		return // Claude Code expands ${VAR} and ${VAR:-default}, as toolsift does.
+	case ClaudeCode, Copilot:
+		return // Claude Code and Copilot CLI expand ${VAR}, as toolsift does.
 	case ClaudeDesktop, Codex:
 		tr = func(v string) string { literal(v); return v }
 	case Gemini:

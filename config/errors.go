@@ -131,7 +131,7 @@ func (p *parser) unknownKey(n *yaml.Node, at, key string, known []string) {
 	// A top-level key that is no typo, or VS Code's servers, is likely a client's whole
 	// config file pasted in.
 	if !strings.Contains(at, ".") && (near == "" || key == "servers") {
-		msg += "; to convert a client's config file (Claude, Cursor, VS Code, Gemini, Codex, opencode), run: toolsift import FILE"
+		msg += "; to convert a client's config file (Claude, Cursor, VS Code, Gemini, Codex, opencode, Copilot CLI), run: toolsift import FILE"
 	}
 	p.errorf(n, at, "%s", msg)
 }

@@ -50,6 +50,10 @@ var habits = map[string]habit{
 	// nothing from its servers for 2.5–3.5 s; while it does not read, it does not read the
 	// result either, so a longer hold costs nothing. Its model got the text alone.
 	"opencode": {wait: 5 * time.Second, textOnly: true},
+	// Copilot CLI 1.0.102: re-lists once it reads the result, if list_changed came before
+	// (with a hold, it re-listed only after the hold ran out, 1.5 s later), and the
+	// unlocked tool is in its next model request. Its model got the text alone.
+	"copilot-cli": {noHold: true, textOnly: true},
 }
 
 // afterInitialize notes who the client is and applies its habit to the session.

@@ -23,6 +23,7 @@ var pinnedClients = map[string]struct{ path, version string }{
 	"codex":    {"node_modules/.bin/codex", "0.171.0"},
 	"gemini":   {"node_modules/.bin/gemini", "0.61.0"},
 	"opencode": {"node_modules/opencode-linux-x64/bin/opencode", "1.18.33"},
+	"copilot":  {"node_modules/.bin/copilot", "1.0.102"},
 }
 
 // clientBin returns the absolute path of a pinned client, failing (not skipping) when it is

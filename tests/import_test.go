@@ -44,6 +44,9 @@ startup_timeout_sec = 20
 [mcp_servers.web]
 url = "%s/mcp"
 `, fixtureBin, gh, web), []string{"gh", "web"}},
+		{"copilot", "mcp-config.json", fmt.Sprintf(`{"mcpServers": {
+  "gh": {"type": "local", "command": %q, "args": ["--catalog", %q], "tools": ["*"], "deferTools": "auto"},
+  "web": {"type": "http", "url": "%s/mcp", "tools": ["*"]}}}`, fixtureBin, gh, web), []string{"gh", "web"}},
 		{"opencode", "opencode.json", fmt.Sprintf(`{"$schema": "https://opencode.ai/config.json", "mcp": {
   "gh": {"type": "local", "command": [%q, "--catalog", %q], "enabled": true},
   "web": {"type": "remote", "url": "%s/mcp"}}}`, fixtureBin, gh, web), []string{"gh", "web"}},
