@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -165,6 +166,46 @@ func (m *chatModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			args: map[string]any{"query": "select:fx__echo"}})
 	default: // a title, or a turn off the script: end it
 		writeChatCompletion(w, req, "Echo via toolsift", nil)
+	}
+}
+
+// checkScript checks what the scripted model was sent over a run of its script: the prompt
+// with tool_search declared and the unlocked tool (echo, the client's name for fx__echo) not
+// yet; the unlocked tool declared in the request that carries the search result; the
+// fixture's echo of the message in the request after the call (made by the name called).
+func (m *chatModel) checkScript(t *testing.T, echo, called string) {
+	t.Helper()
+	reqs := m.requests()
+	first := slices.IndexFunc(reqs, func(r chatRequest) bool {
+		return r.hasUser(chatPrompt) && slices.Contains(r.declared(), m.search)
+	})
+	afterSearch := slices.IndexFunc(reqs, func(r chatRequest) bool { return r.hasResult(chatSearchID) })
+	afterEcho := slices.IndexFunc(reqs, func(r chatRequest) bool { return r.hasResult(chatEchoID) })
+	if first < 0 {
+		t.Fatalf("no model request carried the prompt and declared %s", m.search)
+	}
+	if d := reqs[first].declared(); slices.Contains(d, echo) {
+		t.Errorf("%s was declared before any search, so the test proves nothing: %q", echo, d)
+	}
+	if afterSearch < 0 {
+		t.Fatalf("no model request carried the result of %s", m.search)
+	}
+	if d := reqs[afterSearch].declared(); !slices.Contains(d, echo) {
+		t.Errorf("the request carrying the search result does not declare the unlocked %s: %q", echo, d)
+	}
+	if afterEcho < 0 {
+		t.Fatalf("no model request carried the result of %s", called)
+	}
+	// The fixture's echo answers {"tool": …, "arguments": …}; toolsift passes it through.
+	result, _ := reqs[afterEcho].toolResult(chatEchoID)
+	var echoed struct {
+		Tool      string `json:"tool"`
+		Arguments struct {
+			Message string `json:"message"`
+		} `json:"arguments"`
+	}
+	if err := json.Unmarshal([]byte(result), &echoed); err != nil || echoed.Tool != "echo" || echoed.Arguments.Message != chatMessage {
+		t.Errorf("the result the model got for %s is not the fixture's echo of %q: %s", called, chatMessage, result)
 	}
 }
 

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -64,37 +63,7 @@ func TestCopilotUnlockedToolInNextRequest(t *testing.T) {
 		t.Errorf("copilot did not print the model's final answer %q", chatFinal)
 	}
 
-	reqs := model.requests()
-	first := slices.IndexFunc(reqs, func(r chatRequest) bool {
-		return r.hasUser(chatPrompt) && slices.Contains(r.declared(), cpSearchTool)
-	})
-	afterSearch := slices.IndexFunc(reqs, func(r chatRequest) bool { return r.hasResult(chatSearchID) })
-	afterEcho := slices.IndexFunc(reqs, func(r chatRequest) bool { return r.hasResult(chatEchoID) })
-	if first < 0 {
-		t.Fatalf("no model request carried the prompt and declared %s", cpSearchTool)
-	}
-	if d := reqs[first].declared(); slices.Contains(d, cpEchoTool) {
-		t.Errorf("%s was declared before any search, so the test proves nothing: %q", cpEchoTool, d)
-	}
-	if afterSearch < 0 {
-		t.Fatalf("no model request carried the result of %s", cpSearchTool)
-	}
-	if d := reqs[afterSearch].declared(); !slices.Contains(d, cpEchoTool) {
-		t.Errorf("the request carrying the search result does not declare the unlocked %s: %q", cpEchoTool, d)
-	}
-	if afterEcho < 0 {
-		t.Fatalf("no model request carried the result of %s", cpEchoTool)
-	}
-	result, _ := reqs[afterEcho].toolResult(chatEchoID)
-	var echoed struct {
-		Tool      string `json:"tool"`
-		Arguments struct {
-			Message string `json:"message"`
-		} `json:"arguments"`
-	}
-	if err := json.Unmarshal([]byte(result), &echoed); err != nil || echoed.Tool != "echo" || echoed.Arguments.Message != chatMessage {
-		t.Errorf("the result the model got for %s is not the fixture's echo of %q: %s", cpEchoTool, chatMessage, result)
-	}
+	model.checkScript(t, cpEchoTool, cpEchoTool)
 	if !slices.ContainsFunc(run.log, func(l string) bool { return logField(l, "msg") == "catalog from cache" }) {
 		t.Errorf("toolsift did not start from the warm cache")
 	}

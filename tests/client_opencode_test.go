@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -81,38 +80,7 @@ func TestOpencodeUnlockedToolInNextRequest(t *testing.T) {
 	}
 
 	// What the model saw.
-	reqs := model.requests()
-	first := slices.IndexFunc(reqs, func(r chatRequest) bool {
-		return r.hasUser(chatPrompt) && slices.Contains(r.declared(), ocSearchTool)
-	})
-	afterSearch := slices.IndexFunc(reqs, func(r chatRequest) bool { return r.hasResult(chatSearchID) })
-	afterEcho := slices.IndexFunc(reqs, func(r chatRequest) bool { return r.hasResult(chatEchoID) })
-	if first < 0 {
-		t.Fatalf("no model request carried the prompt and declared %s", ocSearchTool)
-	}
-	if d := reqs[first].declared(); slices.Contains(d, ocEchoTool) {
-		t.Errorf("%s was declared before any search, so the test proves nothing: %q", ocEchoTool, d)
-	}
-	if afterSearch < 0 {
-		t.Fatalf("no model request carried the result of %s", ocSearchTool)
-	}
-	if d := reqs[afterSearch].declared(); !slices.Contains(d, ocEchoTool) {
-		t.Errorf("the request carrying the search result does not declare the unlocked %s: %q", ocEchoTool, d)
-	}
-	if afterEcho < 0 {
-		t.Fatalf("no model request carried the result of %s", ocCallTool)
-	}
-	// The fixture's echo answers {"tool": …, "arguments": …}; call_tool passes it through.
-	result, _ := reqs[afterEcho].toolResult(chatEchoID)
-	var echoed struct {
-		Tool      string `json:"tool"`
-		Arguments struct {
-			Message string `json:"message"`
-		} `json:"arguments"`
-	}
-	if err := json.Unmarshal([]byte(result), &echoed); err != nil || echoed.Tool != "echo" || echoed.Arguments.Message != chatMessage {
-		t.Errorf("call_tool result the model got is not the fixture's echo of %q: %s", chatMessage, result)
-	}
+	model.checkScript(t, ocEchoTool, ocCallTool)
 
 	// What toolsift did, by its log.
 	if !slices.ContainsFunc(run.log, func(l string) bool { return logField(l, "msg") == "catalog from cache" }) {
