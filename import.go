@@ -197,23 +197,33 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// droppedServers returns the names of the servers of the configuration text old that new
-// lacks. Text that does not parse as a configuration has none to lose.
+// droppedServers returns the servers of the configuration text old, every folder's and each
+// project's, that new lacks. Text that does not parse as a configuration has none to lose.
 func droppedServers(old, new []byte) []string {
-	had, err := config.Parse("", old, func(string) (string, bool) { return "", true })
-	if err != nil {
-		return nil
+	paths := func(data []byte) []string {
+		cfg, err := config.Parse("", data, func(string) (string, bool) { return "", true })
+		if err != nil {
+			return nil
+		}
+		var out []string
+		for _, s := range cfg.Servers {
+			out = append(out, s.Path())
+		}
+		for _, servers := range cfg.Projects {
+			for _, s := range servers {
+				out = append(out, s.Path())
+			}
+		}
+		return out
 	}
-	now, err := config.Parse("", new, func(string) (string, bool) { return "", true })
-	if err != nil {
-		return nil
-	}
+	now := paths(new)
 	var lost []string
-	for _, s := range had.Servers {
-		if !slices.ContainsFunc(now.Servers, func(n config.Server) bool { return n.Name == s.Name }) {
-			lost = append(lost, s.Name)
+	for _, p := range paths(old) {
+		if !slices.Contains(now, p) {
+			lost = append(lost, strings.TrimPrefix(p, "mcpServers."))
 		}
 	}
+	slices.Sort(lost)
 	return lost
 }
 

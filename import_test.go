@@ -199,3 +199,21 @@ func checkErr(t *testing.T, cmd string, args []string, err error, wantErr string
 		t.Errorf("%s %q: errors.Is(%v, errUsage) = %v, want %v", cmd, args, err, !usage, usage)
 	}
 }
+
+// TestDroppedServers: replacing a configuration would drop a project's server too, not only
+// one of every folder.
+func TestDroppedServers(t *testing.T) {
+	old := "mcpServers:\n  fs: {command: x}\n  extra: {command: e}\nprojects:\n  /p:\n    mcpServers:\n      pg: {command: pg}\n"
+	tests := []struct{ name, new, want string }{
+		{"the same", old, ""},
+		{"one of every folder gone", "mcpServers:\n  fs: {command: x}\nprojects:\n  /p:\n    mcpServers:\n      pg: {command: pg}\n", "extra"},
+		{"a project's gone", "mcpServers:\n  fs: {command: x}\n  extra: {command: e}\n", "projects./p.mcpServers.pg"},
+		{"moved to another project", "mcpServers:\n  fs: {command: x}\n  extra: {command: e}\nprojects:\n  /q:\n    mcpServers:\n      pg: {command: pg}\n", "projects./p.mcpServers.pg"},
+		{"new has more", old + "  /q:\n    mcpServers:\n      web: {command: w}\n", ""},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(droppedServers([]byte(old), []byte(tt.new)), ","); got != tt.want {
+			t.Errorf("%s: dropped %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/internal/atomicfile"
 	"github.com/toolsift/toolsift/internal/dirs"
+	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/internal/trust"
 )
 
@@ -64,7 +65,7 @@ func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 // toolsift add NAME --url URL.
 func addCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	var command []string
-	if i := indexOf(args, "--"); i >= 0 {
+	if i := slices.Index(args, "--"); i >= 0 {
 		args, command = args[:i], args[i+1:]
 	}
 	fs := flag.NewFlagSet("add", flag.ContinueOnError)
@@ -153,15 +154,13 @@ func removeCmd(_ context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	var out []byte
-	where := ""
+	where, dir := "", projectDir()
 	if *project {
-		dir := projectDir()
 		out, err = config.RemoveProjectServer(data, dir, rest[0])
 		where = ", for project " + dir
-	} else {
-		out, err = config.RemoveServer(data, rest[0])
-		if _, perr := config.RemoveProjectServer(data, projectDir(), rest[0]); err != nil && perr == nil {
-			return fmt.Errorf("%s: %w; it is a server of project %s: toolsift remove --project %s", file, err, projectDir(), rest[0])
+	} else if out, err = config.RemoveServer(data, rest[0]); err != nil {
+		if _, perr := config.RemoveProjectServer(data, dir, rest[0]); perr == nil {
+			return fmt.Errorf("%s: %w; it is a server of project %s: toolsift remove --project %s", file, err, dir, rest[0])
 		}
 	}
 	if err != nil {
@@ -190,6 +189,8 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s\n", configLine(cfg))
+	// Arguments may carry a secret, such as a database URL's password.
+	red := redact.New(cfg.Secrets()...)
 	for _, s := range cfg.Servers {
 		line := describeServer(s)
 		if s.Broken != "" {
@@ -198,7 +199,7 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		if s.Project != "" {
 			line += " (this project's)"
 		}
-		fmt.Fprintf(stdout, "  %s\n", line)
+		fmt.Fprintf(stdout, "  %s\n", red.String(line))
 	}
 	var others []string
 	for dir, servers := range cfg.Projects {
@@ -240,8 +241,9 @@ func writeConfig(file string, old, out []byte) error {
 	}
 	var store *trust.Store
 	if dir, err := dirs.State(); err == nil && old != nil {
-		if ok, _ := trust.Open(dir).Trusted(file, old); ok {
-			store = trust.Open(dir)
+		s := trust.Open(dir)
+		if trusted, _ := s.Trusted(file, old); trusted {
+			store = s
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
@@ -275,15 +277,6 @@ func pairs(kvs []string, sep, flag, example string) (map[string]string, error) {
 		m[k] = strings.TrimSpace(v)
 	}
 	return m, nil
-}
-
-func indexOf(args []string, s string) int {
-	for i, a := range args {
-		if a == s {
-			return i
-		}
-	}
-	return -1
 }
 
 func absPath(p string) string {

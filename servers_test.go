@@ -82,3 +82,16 @@ func remove(ctx context.Context, args []string, stdout, stderr *bytes.Buffer) er
 func list(ctx context.Context, args []string, stdout, stderr *bytes.Buffer) error {
 	return listCmd(ctx, args, stdout, stderr)
 }
+
+// TestListRedacts: list shows what a server runs, but not a password in its arguments.
+func TestListRedacts(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte("mcpServers:\n  pg:\n    command: npx\n    args: [\"-y\", \"pg-mcp\", \"postgresql://me:s3cretpw@localhost/app\"]\n"), 0o600)
+	var stdout, stderr bytes.Buffer
+	if err := listCmd(context.Background(), []string{"--config", cfg}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if out := stdout.String(); strings.Contains(out, "s3cretpw") || !strings.Contains(out, "pg: npx -y pg-mcp postgresql://") {
+		t.Errorf("list = %s", out)
+	}
+}

@@ -93,16 +93,17 @@ func setupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	show := func(p string) string { return showPath(p, home) }
 	if *undo {
-		if err := undoSetup(kind, file, opts, *dryRun, stdout, show); err != nil && !(errors.Is(err, clients.ErrNothingToUndo) && kind == clients.ClaudeCode) {
-			return err
-		} else if err != nil {
-			// Only the project's handover may be left to undo.
+		projects := kind == clients.ClaudeCode && *clientFile == ""
+		err := undoSetup(kind, file, opts, *dryRun, stdout, show)
+		if projects && errors.Is(err, clients.ErrNothingToUndo) {
+			// The projects' handovers may still be there to undo.
 			fmt.Fprintf(stdout, "%s: %s: %v\n", kind, show(file), err)
+			err = nil
 		}
-		if kind == clients.ClaudeCode && *clientFile == "" {
-			return undoProjects(opts, *dryRun, stdout, show)
+		if err != nil || !projects {
+			return err
 		}
-		return nil
+		return undoProjects(opts, *dryRun, stdout, show)
 	}
 
 	cfgFile, err := findConfig(*configFile, warnTo(stderr))

@@ -77,7 +77,7 @@ func setupProject(cfg *config.Config, project string, opts clients.Options, dryR
 		fmt.Fprintf(stdout, "  already served by toolsift in this project: %s\n", strings.Join(serve, ", "))
 	}
 	if len(missing) > 0 {
-		fmt.Fprintf(stdout, "  note: not in %s for this project, so Claude Code keeps starting them: %s; add them with toolsift import -o %s --merge (run here), then setup again\n",
+		fmt.Fprintf(stdout, "  note: not in %s for this project, so Claude Code keeps starting them: %s; add them with toolsift import -o %s --merge, then setup again\n",
 			show(cfg.File), strings.Join(missing, ", "), show(cfg.File))
 	}
 	if dryRun {

@@ -228,7 +228,7 @@ func sameSettings(backup []byte, settings map[string]any, disabled []string) boo
 		now[k] = v
 	}
 	if _, had := was["disabledMcpjsonServers"]; had || len(disabled) > 0 {
-		now["disabledMcpjsonServers"] = anyList(disabled)
+		now["disabledMcpjsonServers"] = append([]string{}, disabled...) // [] rather than null
 	} else {
 		delete(now, "disabledMcpjsonServers")
 	}
@@ -245,14 +245,6 @@ func stringList(v any) []string {
 				out = append(out, s)
 			}
 		}
-	}
-	return out
-}
-
-func anyList(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
 	}
 	return out
 }

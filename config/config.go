@@ -345,8 +345,8 @@ type parser struct {
 	// guessed holds the key paths that a mistyped key was taken to mean (mcpServers.a.command
 	// for "comand"), so that their absence is not reported a second time.
 	guessed map[string]bool
-	// server is the name of the server being parsed, if any, and unset what each server
-	// needs that is not set: those disable only their own server.
+	// current is the key path of the server being parsed, if any, and unset what each
+	// server (by key path) needs that is not set: those disable only their own server.
 	current string
 	unset   map[string][]string
 }

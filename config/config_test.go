@@ -318,8 +318,16 @@ func TestUnsetVariable(t *testing.T) {
 			}
 		})
 	}
+	// Two projects may each have a server of one name: one's unset variable is not the other's.
+	cfg, err := Parse("c.yaml", []byte("mcpServers: {}\nprojects:\n  /p:\n    mcpServers:\n      pg: {command: x, env: {U: \"${NOPE}\"}}\n  /q:\n    mcpServers:\n      pg: {command: y}\n"), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, q := cfg.Projects["/p"][0], cfg.Projects["/q"][0]; !p.Disabled || q.Disabled || q.Broken != "" {
+		t.Errorf("/p's pg: disabled %v; /q's pg: disabled %v, broken %q", p.Disabled, q.Disabled, q.Broken)
+	}
 	// Outside a server, a variable not set is still an error of the file.
-	_, err := Parse("c.yaml", []byte("mcpServers: {}\nauth:\n  tokens: [\"${NOPE}\"]\n"), getenv)
+	_, err = Parse("c.yaml", []byte("mcpServers: {}\nauth:\n  tokens: [\"${NOPE}\"]\n"), getenv)
 	if err == nil || !strings.Contains(err.Error(), "c.yaml:3: auth.tokens[0]: ${NOPE} is not set") {
 		t.Errorf("auth token: %v", err)
 	}

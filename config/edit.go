@@ -29,90 +29,90 @@ var ErrExists = errors.New("already in the configuration")
 // A file whose mcpServers is written in flow style (JSON) is written again whole, in the same
 // style.
 func AddServer(data []byte, name string, e Entry) ([]byte, error) {
-	return addNode(data, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name}, entryNode(e))
-}
-
-// MergeServers returns the configuration text data with the servers of the configuration
-// text from that it lacks (by name) added as AddServer adds one, each with its comments,
-// and their names.
-func MergeServers(data, from []byte) ([]byte, []string, error) {
-	_, theirs, err := serversNode(from)
-	if err != nil {
-		return nil, nil, err
-	}
-	if theirs == nil || theirs.Kind != yaml.MappingNode {
-		return data, nil, nil
-	}
-	var added []string
-	for i := 0; i+1 < len(theirs.Content); i += 2 {
-		key, entry := theirs.Content[i], theirs.Content[i+1]
-		out, err := addNode(data, key, entry)
-		if errors.Is(err, ErrExists) {
-			continue
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		data = out
-		added = append(added, key.Value)
-	}
-	return data, added, nil
-}
-
-// addNode adds the server key: entry to data's mcpServers (see AddServer).
-func addNode(data []byte, key, entry *yaml.Node) ([]byte, error) {
-	doc, servers, err := serversNode(data)
-	if err != nil {
-		return nil, err
-	}
-	name := key.Value
-	if servers != nil && servers.Kind == yaml.MappingNode && keyIndex(servers, name) >= 0 {
-		return nil, fmt.Errorf("server %q is %w", name, ErrExists)
-	}
-	switch {
-	case servers == nil:
-		// No mcpServers key: append one.
-		text, err := encodeBlock(mapping(key, entry), 2)
-		if err != nil {
-			return nil, err
-		}
-		out := bytes.TrimRight(data, "\n")
-		if len(out) > 0 {
-			out = append(out, '\n')
-		}
-		out = append(out, "mcpServers:\n"...)
-		return append(out, text...), nil
-	case servers.Kind == yaml.MappingNode && servers.Style&yaml.FlowStyle == 0 && len(servers.Content) > 0:
-		// The usual case: insert after the last server, at the servers' indentation.
-		text, err := encodeBlock(mapping(key, entry), servers.Content[0].Column-1)
-		if err != nil {
-			return nil, err
-		}
-		return insertAfterLine(data, lastLine(servers), text), nil
-	case servers.Kind == yaml.MappingNode || servers.Kind == yaml.ScalarNode && servers.Tag == "!!null":
-		// Flow style, empty, or null: the document is written again whole.
-		if servers.Kind == yaml.ScalarNode {
-			*servers = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-		}
-		servers.Content = append(servers.Content, key, entry)
-		return encodeDoc(doc)
-	default:
-		return nil, fmt.Errorf("mcpServers is not a mapping of server names: fix the file first")
-	}
+	return addAt(data, serversPath(""), strNode(name), entryNode(e))
 }
 
 // AddProjectServer is AddServer for the servers toolsift serves only in the folder dir:
 // those of projects.DIR.mcpServers, made if the file lacks them.
 func AddProjectServer(data []byte, dir, name string, e Entry) ([]byte, error) {
+	return addAt(data, serversPath(dir), strNode(name), entryNode(e))
+}
+
+// MergeServers returns the configuration text data with the servers of the configuration
+// text from that it lacks (by name, every folder's and each project's) added as AddServer
+// adds one, each with its comments, and their names ("pg of project /home/me/app" for a
+// project's).
+func MergeServers(data, from []byte) ([]byte, []string, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(from, &doc); err != nil {
+		return nil, nil, fmt.Errorf("the configuration does not parse; fix it first: %w", err)
+	}
+	if len(doc.Content) == 0 {
+		return data, nil, nil
+	}
+	root := doc.Content[0]
+	paths := [][]string{serversPath("")}
+	if projects := lookup(root, "projects"); projects != nil {
+		for i := 0; i+1 < len(projects.Content); i += 2 {
+			paths = append(paths, serversPath(projects.Content[i].Value))
+		}
+	}
+	var added []string
+	for _, path := range paths {
+		theirs := lookup(root, path...)
+		if theirs == nil {
+			continue
+		}
+		for i := 0; i+1 < len(theirs.Content); i += 2 {
+			key, entry := theirs.Content[i], theirs.Content[i+1]
+			out, err := addAt(data, path, key, entry)
+			if errors.Is(err, ErrExists) {
+				continue
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			data = out
+			added = append(added, key.Value+where(path))
+		}
+	}
+	return data, added, nil
+}
+
+// serversPath is the key path of the servers of every folder (dir empty) or of project dir.
+func serversPath(dir string) []string {
+	if dir == "" {
+		return []string{"mcpServers"}
+	}
+	return []string{"projects", dir, "mcpServers"}
+}
+
+// lookup returns the mapping at path below m, or nil.
+func lookup(m *yaml.Node, path ...string) *yaml.Node {
+	for _, p := range path {
+		i := keyIndex(m, p)
+		if i < 0 || m.Content[i+1].Kind != yaml.MappingNode {
+			return nil
+		}
+		m = m.Content[i+1]
+	}
+	return m
+}
+
+// addAt adds key: entry to the mapping at path in data, making the mappings on the way that
+// the file lacks (see AddServer).
+func addAt(data []byte, path []string, key, entry *yaml.Node) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("the configuration does not parse; fix it first: %w", err)
 	}
-	path := []string{"projects", dir, "mcpServers"}
-	key, entry := strNode(name), entryNode(e)
 	if len(doc.Content) == 0 {
-		text, err := nested(path, key, entry, 0)
-		return append([]byte("mcpServers: {}\n"), text...), err
+		text, err := nested(path, key, entry)
+		if path[0] != "mcpServers" {
+			// A configuration has mcpServers, if only empty.
+			text = append([]byte("mcpServers: {}\n"), text...)
+		}
+		return text, err
 	}
 	m := doc.Content[0]
 	if m.Kind != yaml.MappingNode {
@@ -132,27 +132,36 @@ func AddProjectServer(data []byte, dir, name string, e Entry) ([]byte, error) {
 			*next = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		}
 		if next.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("%s is not a mapping: fix the file first", strings.Join(path[:i+1], "."))
+			return nil, fmt.Errorf("%s is not a mapping of server names: fix the file first", strings.Join(path[:i+1], "."))
 		}
 		m = next
 	}
-	if keyIndex(m, name) >= 0 {
-		return nil, fmt.Errorf("server %q of project %s is %w", name, dir, ErrExists)
+	if keyIndex(m, key.Value) >= 0 {
+		return nil, fmt.Errorf("server %q%s is %w", key.Value, where(path), ErrExists)
 	}
 	return insertInto(data, &doc, m, key, entry)
 }
 
+// where says whose servers path holds, for messages: "" or " of project DIR".
+func where(path []string) string {
+	if path[0] == "projects" {
+		return " of project " + path[1]
+	}
+	return ""
+}
+
 // nested is path's mappings, around key: entry, as the text of a whole file.
-func nested(path []string, key, entry *yaml.Node, indent int) ([]byte, error) {
+func nested(path []string, key, entry *yaml.Node) ([]byte, error) {
 	value := mapping(key, entry)
 	for k := len(path) - 1; k >= 0; k-- {
 		value = mapping(strNode(path[k]), value)
 	}
-	return encodeBlock(value, indent)
+	return encodeBlock(value, 0)
 }
 
 // insertInto adds key: value to the mapping m of doc: after m's last line, at its keys'
-// indentation, when m is in block style; else by writing doc again.
+// indentation, when m is in block style and not empty; else by writing doc again, m in its
+// own style.
 func insertInto(data []byte, doc, m, key, value *yaml.Node) ([]byte, error) {
 	if m.Style&yaml.FlowStyle == 0 && len(m.Content) > 0 {
 		text, err := encodeBlock(mapping(key, value), m.Content[0].Column-1)
@@ -160,10 +169,6 @@ func insertInto(data []byte, doc, m, key, value *yaml.Node) ([]byte, error) {
 			return nil, err
 		}
 		return insertAfterLine(data, lastLine(m), text), nil
-	}
-	m.Style &^= yaml.FlowStyle
-	if len(m.Content) > 0 {
-		m.Style |= yaml.FlowStyle
 	}
 	m.Content = append(m.Content, key, value)
 	return encodeDoc(doc)
@@ -174,48 +179,37 @@ func strNode(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag
 // RemoveServer returns the configuration text data without the server name, and the rest
 // of the file as it was, the server's own comment lines aside.
 func RemoveServer(data []byte, name string) ([]byte, error) {
-	doc, servers, err := serversNode(data)
-	if err != nil {
-		return nil, err
-	}
-	if servers == nil || servers.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("server %q is not in the configuration (it has no servers)", name)
-	}
-	return removeFrom(data, doc, servers, name, "")
+	return removeAt(data, serversPath(""), name)
 }
 
 // RemoveProjectServer is RemoveServer for a server of the project dir.
 func RemoveProjectServer(data []byte, dir, name string) ([]byte, error) {
-	doc, _, err := serversNode(data)
-	if err != nil {
-		return nil, err
+	return removeAt(data, serversPath(dir), name)
+}
+
+// removeAt takes the server name out of the mapping at path in data.
+func removeAt(data []byte, path []string, name string) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("the configuration does not parse; fix it first: %w", err)
 	}
 	var servers *yaml.Node
 	if len(doc.Content) > 0 {
-		servers = doc.Content[0]
-		for _, p := range []string{"projects", dir, "mcpServers"} {
-			if i := keyIndex(servers, p); i >= 0 && servers.Content[i+1].Kind == yaml.MappingNode {
-				servers = servers.Content[i+1]
-			} else {
-				return nil, fmt.Errorf("server %q is not in the configuration (it has no servers for project %s)", name, dir)
-			}
-		}
+		servers = lookup(doc.Content[0], path...)
 	}
-	return removeFrom(data, doc, servers, name, " for project "+dir)
-}
-
-// removeFrom takes the server name out of the mapping servers of doc, whose text is data.
-func removeFrom(data []byte, doc, servers *yaml.Node, name, where string) ([]byte, error) {
+	if servers == nil {
+		return nil, fmt.Errorf("server %q is not in the configuration (it has no servers%s)", name, strings.Replace(where(path), " of ", " for ", 1))
+	}
 	i := keyIndex(servers, name)
 	if i < 0 {
-		return nil, fmt.Errorf("server %q is not in the configuration%s; it has: %s", name, where, strings.Join(ServerNames(servers), ", "))
+		return nil, fmt.Errorf("server %q is not in the configuration%s; it has: %s", name, strings.Replace(where(path), " of ", " for ", 1), strings.Join(ServerNames(servers), ", "))
 	}
 	if servers.Style&yaml.FlowStyle != 0 || len(servers.Content) == 2 {
 		// Flow style (JSON), or the last server, which leaves an empty mapping ({}): the
 		// document is written again whole.
 		servers.Content = slices.Delete(servers.Content, i, i+2)
 		servers.Style |= yaml.FlowStyle
-		return encodeDoc(doc)
+		return encodeDoc(&doc)
 	}
 	key := servers.Content[i]
 	first := key.Line - strings.Count(key.HeadComment, "\n") - boolInt(key.HeadComment != "")
@@ -241,26 +235,6 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// serversNode parses data and returns its document and the value of its mcpServers key, nil
-// if it has none.
-func serversNode(data []byte) (*yaml.Node, *yaml.Node, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, nil, fmt.Errorf("the configuration does not parse; fix it first: %w", err)
-	}
-	if len(doc.Content) == 0 {
-		return &doc, nil, nil
-	}
-	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode {
-		return nil, nil, errors.New("the configuration is not a mapping with an mcpServers key: fix it first")
-	}
-	if i := keyIndex(root, "mcpServers"); i >= 0 {
-		return &doc, root.Content[i+1], nil
-	}
-	return &doc, nil, nil
 }
 
 func keyIndex(m *yaml.Node, key string) int {
@@ -290,7 +264,7 @@ func entryNode(e Entry) *yaml.Node {
 	add := func(k string, v *yaml.Node) {
 		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, v)
 	}
-	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+	str := strNode
 	strMap := func(kv map[string]string) *yaml.Node {
 		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Style: yaml.FlowStyle}
 		keys := make([]string, 0, len(kv))

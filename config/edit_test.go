@@ -149,3 +149,24 @@ func TestRemoveProjectServer(t *testing.T) {
 		t.Errorf("not there: %v", err)
 	}
 }
+
+// TestMergeProjectServers: a merge adds a project's servers the file lacks too, as import
+// writes them under projects.
+func TestMergeProjectServers(t *testing.T) {
+	mine := "mcpServers:\n  fs:\n    command: x\nprojects:\n  /p:\n    mcpServers:\n      pg:\n        command: pg-mcp\n"
+	imported := "mcpServers:\n  fs:\n    command: x\nprojects:\n  /p:\n    mcpServers:\n      pg:\n        command: other\n      notes:\n        command: notes-mcp\n  /q:\n    mcpServers:\n      web:\n        command: web-mcp\n"
+	out, added, err := MergeServers([]byte(mine), []byte(imported))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(added, ","); got != "notes of project /p,web of project /q" {
+		t.Errorf("added %q", got)
+	}
+	cfg, err := Parse("c.yaml", out, nil)
+	if err != nil {
+		t.Fatalf("the merge does not load: %v\n%s", err, out)
+	}
+	if p := cfg.Projects["/p"]; len(p) != 2 || p[0].Command != "pg-mcp" || p[1].Name != "notes" || len(cfg.Projects["/q"]) != 1 {
+		t.Errorf("projects after the merge: %+v\n%s", cfg.Projects, out)
+	}
+}

@@ -13,7 +13,7 @@ import (
 
 func (p *parser) server(name string, n *yaml.Node, at string) Server {
 	s := Server{Name: name, Prefix: name}
-	p.current = name
+	p.current = at
 	defer func() { p.current = "" }()
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, at, "want a mapping (command/args or type/url), got %s", kindName(n))
@@ -76,7 +76,7 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 			p.unknownKey(v, at, key, serverKeys)
 		}
 	})
-	if unset := p.unset[name]; len(unset) > 0 {
+	if unset := p.unset[at]; len(unset) > 0 {
 		// What an unset variable left empty is not checked: the variable is the error.
 		s.Disabled, s.Broken = true, strings.Join(unset, "; ")
 		return s
