@@ -119,9 +119,10 @@ func (opts Options) withDefaults() Options {
 func Serve(ctx context.Context, ln net.Listener, p Proxy, opts Options) error {
 	opts = opts.withDefaults()
 	handler, closeStreams := Handler(p, opts)
-	limited := newConnLimit(ln, opts.MaxConnections)
+	limited := newConnLimit(framedListener{ln}, opts.MaxConnections)
 	hs := &http.Server{
 		Handler:           handler,
+		ConnContext:       withConn,
 		ReadHeaderTimeout: opts.ReadTimeout,
 		// Not ReadTimeout: it would stay set while an SSE stream is written, and end the
 		// stream when it ran out. The gate bounds the reading of each body instead.
@@ -234,16 +235,23 @@ type gate struct {
 	p      Proxy
 }
 
-// sessionOf is the session a request names: streamable HTTP's Mcp-Session-Id header, or the
-// legacy SSE transport's sessionId parameter on /message.
-func sessionOf(r *http.Request) string {
-	if id := r.Header.Get(server.HeaderKeySessionID); id != "" {
-		return id
-	}
+// sessionOf is the one session a request acts on, from every place an ID can come from:
+// streamable HTTP's Mcp-Session-Id header and, on /message, the legacy SSE transport's
+// sessionId parameter. mcp-go reads one or the other depending on the path, so the gate
+// checks them all: a request naming two different sessions is refused (ok false) rather
+// than checked for one and served for the other.
+func sessionOf(r *http.Request) (id string, ok bool) {
+	ids := r.Header.Values(server.HeaderKeySessionID)
 	if r.URL.Path == "/message" {
-		return r.URL.Query().Get("sessionId")
+		ids = append(ids, r.URL.Query()["sessionId"]...)
 	}
-	return ""
+	for _, each := range ids {
+		if id != "" && each != id {
+			return "", false
+		}
+		id = each
+	}
+	return id, true
 }
 
 // showErrors marks a /readyz request that may see the servers' errors.
@@ -254,6 +262,14 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// connection (and a goroutine) for longer than ReadTimeout. Cleared once it is read.
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(g.opts.ReadTimeout))
+	if doublyFramed(r) {
+		refuse(w, "Bad Request: a request must not carry both Content-Length and Transfer-Encoding", http.StatusBadRequest)
+		return
+	}
+	if len(r.TransferEncoding) > 0 {
+		// Nothing after a chunked body is read as a request: see framedConn.
+		w.Header().Set("Connection", "close")
+	}
 	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
 		refuse(w, "Forbidden: origin "+origin+" is not allowed", http.StatusForbidden)
 		return
@@ -277,7 +293,11 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cred := credential(r)
-	id := sessionOf(r)
+	id, ok := sessionOf(r)
+	if !ok {
+		refuse(w, "Bad Request: the request names more than one session (Mcp-Session-Id and sessionId differ); send one", http.StatusBadRequest)
+		return
+	}
 	if id != "" && len(g.tokens) > 0 && !g.owners.allows(id, cred) {
 		// A session belongs to the token that opened it: its ID travels in headers and
 		// URLs and must not let another token's holder in. To them it does not exist.
@@ -315,7 +335,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			refuse(w, "Service Unavailable: too many open sessions (maxSessions, maxSessionsPerToken); end one with DELETE, or retry later", http.StatusServiceUnavailable)
 			return
 		}
-		c := &claimer{passWriter: passWriter{w}, cred: cred, owners: g.owners}
+		c := &claimer{passWriter: passWriter{w}, cred: cred, owners: g.owners, answered: r.Method == http.MethodPost, end: g.endSession}
 		defer c.settle()
 		w = c
 	}
@@ -430,6 +450,17 @@ func IsLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// endSession ends a session the way its client would, with a DELETE: for one that mcp-go
+// opened for an initialize it refused.
+func (g *gate) endSession(id string) {
+	req, err := http.NewRequest(http.MethodDelete, "/mcp", nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set(server.HeaderKeySessionID, id)
+	g.next.ServeHTTP(&discard{}, req)
 }
 
 func (g *gate) enter(id string) bool {

@@ -3,6 +3,7 @@ package gate
 import (
 	"bytes"
 	"crypto/subtle"
+	"encoding/json"
 	"net/http"
 	"sync"
 
@@ -110,12 +111,20 @@ func (w idWriter) Write(p []byte) (int, error) {
 // claimer watches the response to a request that opens a session for the session's ID: the
 // Mcp-Session-Id header of streamable HTTP, or the endpoint event of the legacy SSE stream
 // ("data: /message?sessionId=ID"). It binds the ID to the place the gate reserved for it.
+// mcp-go issues an ID with the answer to every initialize, an error too, and keeps that
+// session until it idles out: so for an initialize (answered) the place is kept, and the
+// session with it, only if the answer is a result.
 type claimer struct {
 	passWriter
-	cred   [32]byte
-	owners *owners
-	done   bool // an ID was seen
-	bound  bool // and took the reserved place
+	cred     [32]byte
+	owners   *owners
+	answered bool            // the session must be earned by a successful answer
+	end      func(id string) // ends a session that was not earned
+	id       string          // the ID seen, if any
+	done     bool            // an ID was seen
+	bound    bool            // and took the reserved place
+	result   bool            // the answer was a result
+	checked  bool            // the answer was read
 }
 
 func (c *claimer) WriteHeader(code int) {
@@ -134,6 +143,10 @@ func (c *claimer) Write(p []byte) (int, error) {
 			c.claim(string(rest[:end]))
 		}
 	}
+	if c.answered && !c.checked {
+		c.checked = true
+		c.result = isResult(p)
+	}
 	return c.ResponseWriter.Write(p)
 }
 
@@ -144,17 +157,48 @@ func (c *claimer) fromHeader() {
 }
 
 func (c *claimer) claim(id string) {
-	c.done = true
+	c.done, c.id = true, id
 	c.bound = c.owners.bind(id, c.cred)
 }
 
-// settle gives the reserved place back if no session took it. It runs once the request
-// is served: for an SSE stream, once the stream has ended.
+// settle gives the reserved place back if no session took it, and ends a session that an
+// initialize did not earn. It runs once the request is served: for an SSE stream, once
+// the stream has ended.
 func (c *claimer) settle() {
-	if !c.bound {
+	switch {
+	case !c.bound:
 		c.owners.release(c.cred)
+	case c.answered && !c.result:
+		c.owners.forget(c.id)
+		c.end(c.id)
 	}
 }
+
+// isResult reports whether an answer, as JSON or as the data of an SSE event, is a
+// JSON-RPC result rather than an error.
+func isResult(p []byte) bool {
+	if i := bytes.IndexByte(p, '{'); i >= 0 {
+		p = p[i:]
+	}
+	var m struct {
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	err := json.NewDecoder(bytes.NewReader(p)).Decode(&m)
+	return err == nil && len(m.Result) > 0 && len(m.Error) == 0
+}
+
+// discard is a response nobody reads: the gate's own requests to mcp-go.
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header {
+	if d.h == nil {
+		d.h = http.Header{}
+	}
+	return d.h
+}
+func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discard) WriteHeader(int)             {}
 
 func isSessionIDRune(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
