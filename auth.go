@@ -6,14 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/internal/dirs"
+	"github.com/toolsift/toolsift/internal/terminal"
 	"github.com/toolsift/toolsift/oauth"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -33,7 +36,8 @@ tokens in the OS keyring, or where there is none under toolsift's state folder (
 client ID and secret under mcpServers.NAME.oauth (see config.example.yaml).
 
 status lists each server that signs in: "signed in" with the expiry, or "needs login".
-logout forgets the sign-in, and revokes it where the server offers that.
+logout forgets the sign-in, and revokes it where the server offers that; NAME may be a
+server no longer in the configuration (status lists such sign-ins), or a server's URL.
 
 Flags:
   --config FILE   the configuration (default as for every command)
@@ -77,21 +81,12 @@ func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if verb == "status" {
 		return authStatus(ctx, cfg, tokens, stdout)
 	}
+	if verb == "logout" {
+		return authLogout(ctx, cfg, tokens, rest[0], stdout)
+	}
 	srv, err := remoteServer(cfg, rest[0])
 	if err != nil {
 		return err
-	}
-	if verb == "logout" {
-		had, err := tokens.Logout(ctx, srv.Name, srv.OAuth)
-		if err != nil {
-			return err
-		}
-		if !had {
-			fmt.Fprintf(stdout, "%s: not signed in; nothing to forget.\n", srv.Name)
-			return nil
-		}
-		fmt.Fprintf(stdout, "%s: signed out (the sign-in is forgotten, and revoked where the server offers that).\n", srv.Name)
-		return nil
 	}
 	login := &oauth.Login{Tokens: tokens, Server: srv, ConfigFile: cfg.File, Out: stderr, Timeout: *timeout}
 	if !*noBrowser {
@@ -105,7 +100,7 @@ func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: signed in with %s%s. A running toolsift picks it up within seconds.\n", srv.Name, g.Issuer, expiry(g, time.Now()))
+	fmt.Fprintf(stdout, "%s: signed in with %s%s. A running toolsift picks it up within seconds.\n", srv.Name, terminal.Escape(g.Issuer), expiry(g, time.Now()))
 	return nil
 }
 
@@ -132,8 +127,66 @@ func remoteServer(cfg *config.Config, name string) (config.Server, error) {
 	return config.Server{}, fmt.Errorf("%w: no server %q in %s (remote servers there: %s)", errUsage, name, cfg.File, strings.Join(remote, ", "))
 }
 
+// authLogout forgets the sign-ins that name, a server's name or URL, stands for: the
+// configured server's, and any stored under that name or URL that no configured server
+// uses any more (a server removed from the configuration keeps its tokens until then).
+func authLogout(ctx context.Context, cfg *config.Config, tokens *oauth.Tokens, name string, stdout io.Writer) error {
+	stored, err := tokens.Store.List(ctx)
+	if err != nil {
+		return err
+	}
+	var oc *config.OAuth
+	keys := map[string]bool{}
+	for _, s := range cfg.Servers {
+		if s.Name == name && upstream.SignsIn(s) {
+			// A grant kept under the name by an earlier version moves under its key first.
+			_, _ = tokens.Grant(ctx, s.Name, s.URL)
+			keys[oauth.Key(s.URL)], oc = true, s.OAuth
+		}
+	}
+	if strings.Contains(name, "://") {
+		keys[oauth.Key(name)] = true
+	}
+	for key, g := range stored {
+		if key == name || g.Server == name && !inUse(cfg, key) {
+			keys[key] = true
+		}
+	}
+	forgot := 0
+	for key := range keys {
+		g := stored[key]
+		had, err := tokens.Logout(ctx, key, oc)
+		if err != nil {
+			return err
+		}
+		if had {
+			forgot++
+			where := ""
+			if g != nil {
+				where = " (" + terminal.Escape(g.URL) + ")"
+			}
+			fmt.Fprintf(stdout, "%s%s: signed out (the sign-in is forgotten, and revoked where the server offers that).\n", name, where)
+		}
+	}
+	if forgot == 0 {
+		fmt.Fprintf(stdout, "%s: not signed in; nothing to forget.\n", name)
+	}
+	return nil
+}
+
+// inUse reports whether a configured server's grant is stored under key.
+func inUse(cfg *config.Config, key string) bool {
+	for _, s := range cfg.Servers {
+		if upstream.SignsIn(s) && (oauth.Key(s.URL) == key || s.Name == key) {
+			return true
+		}
+	}
+	return false
+}
+
 // authStatus prints a line for each remote server that has a sign-in or an oauth block,
-// never a token.
+// and for each stored sign-in that no configured server uses; never a token. What came
+// from an authorization server is escaped: it reaches a terminal.
 func authStatus(ctx context.Context, cfg *config.Config, tokens *oauth.Tokens, stdout io.Writer) error {
 	now := time.Now()
 	shown := 0
@@ -141,20 +194,37 @@ func authStatus(ctx context.Context, cfg *config.Config, tokens *oauth.Tokens, s
 		if !upstream.SignsIn(s) {
 			continue
 		}
-		g, err := tokens.Store.Load(ctx, s.Name)
+		g, err := tokens.Grant(ctx, s.Name, s.URL)
+		var moved *oauth.MovedError
 		switch {
+		case errors.As(err, &moved):
+			fmt.Fprintf(stdout, "%s  needs login (%s)\n", s.Name, terminal.Escape(moved.Error()))
 		case errors.Is(err, oauth.ErrNoGrant):
 			if s.OAuth == nil {
 				continue // a server that may need no sign-in: toolsift status tells
 			}
 			fmt.Fprintf(stdout, "%s  needs login: toolsift auth login %s\n", s.Name, s.Name)
 		case err != nil:
-			fmt.Fprintf(stdout, "%s  needs login (%v): toolsift auth login %s\n", s.Name, err, s.Name)
+			fmt.Fprintf(stdout, "%s  needs login (%s): toolsift auth login %s\n", s.Name, terminal.Escape(err.Error()), s.Name)
 		case !g.SignedIn():
-			fmt.Fprintf(stdout, "%s  needs login (%s): toolsift auth login %s\n", s.Name, g.Refused, s.Name)
+			fmt.Fprintf(stdout, "%s  needs login (%s): toolsift auth login %s\n", s.Name, terminal.Escape(g.Refused), s.Name)
 		default:
-			fmt.Fprintf(stdout, "%s  signed in with %s%s\n", s.Name, g.Issuer, expiry(g, now))
+			fmt.Fprintf(stdout, "%s  signed in with %s%s\n", s.Name, terminal.Escape(g.Issuer), expiry(g, now))
 		}
+		shown++
+	}
+	stored, err := tokens.Store.List(ctx)
+	if err != nil {
+		return err
+	}
+	keys := slices.Sorted(maps.Keys(stored))
+	for _, key := range keys {
+		if inUse(cfg, key) {
+			continue
+		}
+		g := stored[key]
+		fmt.Fprintf(stdout, "%s  stored sign-in for %s that no server in %s uses: toolsift auth logout %s\n",
+			terminal.Escape(g.Server), terminal.Escape(g.URL), cfg.File, terminal.Escape(g.Server))
 		shown++
 	}
 	if shown == 0 {
@@ -183,6 +253,11 @@ func expiry(g *oauth.Grant, now time.Time) string {
 // command may say where the address goes with %s), else the system's opener. The browser
 // is left running: it is the user's, and may outlive toolsift.
 func openBrowser(url string) error {
+	// Defence in depth behind discovery's check: an OS opener runs whatever a scheme is
+	// registered to (file:, smb:, a custom one), so only a web address is handed to it.
+	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
+		return fmt.Errorf("not opening %q in a browser: only http(s) addresses are", url)
+	}
 	var commands [][]string
 	if b := os.Getenv("BROWSER"); b != "" {
 		for _, c := range strings.Split(b, string(os.PathListSeparator)) {

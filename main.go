@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/toolsift/toolsift/internal/terminal"
 )
 
 func main() {
@@ -15,7 +17,8 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "toolsift:", err)
+		// An error can quote a remote's or a repo's text: escaped, it cannot act on the terminal.
+		fmt.Fprintln(os.Stderr, "toolsift:", terminal.Lines(err.Error()))
 		os.Exit(exitCode(err))
 	}
 }

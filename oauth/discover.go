@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -72,6 +73,9 @@ func Discover(ctx context.Context, hc *http.Client, serverURL string, ch Challen
 			return nil, errors.New("the server's protected resource metadata names no authorization server")
 		}
 		issuer = prm.AuthorizationServers[0]
+		if err := webURL(issuer); err != nil {
+			return nil, fmt.Errorf("the server's protected resource metadata names the authorization server %q: %w; toolsift does not sign in to it", issuer, err)
+		}
 		md.ScopesSupported = prm.ScopesSupported
 		if prm.Resource != "" {
 			if !covers(prm.Resource, server) {
@@ -85,13 +89,54 @@ func Discover(ctx context.Context, hc *http.Client, serverURL string, ch Challen
 		return nil, err
 	}
 	if !slices.Contains(as.CodeChallengeMethodsSupported, "S256") {
-		return nil, fmt.Errorf("the authorization server %s does not offer PKCE with S256 (code_challenge_methods_supported), which the MCP specification requires: toolsift does not sign in to it", issuer)
+		return nil, fmt.Errorf("the authorization server %q does not offer PKCE with S256 (code_challenge_methods_supported), which the MCP specification requires: toolsift does not sign in to it", issuer)
 	}
 	if as.AuthorizationEndpoint == "" || as.TokenEndpoint == "" {
-		return nil, fmt.Errorf("the authorization server %s names no authorization or token endpoint", issuer)
+		return nil, fmt.Errorf("the authorization server %q names no authorization or token endpoint", issuer)
+	}
+	for _, e := range []struct{ field, value string }{
+		{"issuer", as.Issuer},
+		{"authorization_endpoint", as.AuthorizationEndpoint},
+		{"token_endpoint", as.TokenEndpoint},
+		{"registration_endpoint", as.RegistrationEndpoint},
+		{"revocation_endpoint", as.RevocationEndpoint},
+	} {
+		if e.value == "" && e.field != "authorization_endpoint" && e.field != "token_endpoint" {
+			continue
+		}
+		if err := webURL(e.value); err != nil {
+			return nil, fmt.Errorf("the authorization server %q gives %s %q: %w; toolsift does not sign in to it", issuer, e.field, e.value, err)
+		}
 	}
 	md.AuthServer = *as
 	return md, nil
+}
+
+// webURL checks a URL a remote gave toolsift to open in a browser or to send a secret to:
+// https, or http to this machine only. Anything else — file:, smb:, a custom scheme an OS
+// opener hands to some program, plain http across the network — is refused before any use.
+func webURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "" || u.Opaque != "":
+		return errors.New("not an https URL")
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && isLoopback(u.Hostname()):
+		return nil
+	case u.Scheme == "http":
+		return errors.New("plain http to another machine; only https is allowed")
+	}
+	return errors.New("not an https URL")
+}
+
+// isLoopback reports whether host names this machine only.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // prmURLs are where a server's protected resource metadata may be, in the order to try.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -14,10 +15,12 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/internal/terminal"
 )
 
 // Login is one sign-in to a server: the authorization code flow with PKCE (S256), state,
@@ -42,7 +45,7 @@ var ErrNotAsked = errors.New("the server answered without asking for a sign-in")
 func (l *Login) Run(ctx context.Context) (*Grant, error) {
 	name := l.Server.Name
 	hc := l.Tokens.http()
-	prev, err := l.Tokens.Store.Load(ctx, name)
+	prev, err := l.Tokens.Grant(ctx, name, l.Server.URL)
 	if err != nil && !errors.Is(err, ErrNoGrant) {
 		return nil, err
 	}
@@ -111,7 +114,7 @@ func (l *Login) Run(ctx context.Context) (*Grant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signing in to %s: %w", name, err)
 	}
-	if err := l.Tokens.Store.Save(ctx, got); err != nil {
+	if err := l.Tokens.Store.Save(ctx, Key(l.Server.URL), got); err != nil {
 		return nil, fmt.Errorf("saving the sign-in of %s: %w", name, err)
 	}
 	return got, nil
@@ -142,8 +145,9 @@ func (l *Login) listen() (net.Listener, string, error) {
 }
 
 // await shows the sign-in page and serves the callback until the authorization server
-// sends the user back, or the time is up. A callback whose state or issuer is not this
-// sign-in's fails closed, without the server's text.
+// sends the user back, or the time is up. A callback without this sign-in's state is
+// answered 400 and ignored; one with it whose issuer is not this sign-in's fails closed,
+// without the server's text.
 func (l *Login) await(ctx context.Context, ln net.Listener, redirectURI, authURL, state string, md *Metadata) (string, error) {
 	timeout := l.Timeout
 	if timeout == 0 {
@@ -157,18 +161,26 @@ func (l *Login) await(ctx context.Context, ln net.Listener, redirectURI, authURL
 		err  error
 	}
 	answers := make(chan answer, 1)
+	var stray atomic.Int64 // callbacks that were not this sign-in's (wrong or no state)
 	name := l.Server.Name
 	mux := http.NewServeMux()
 	mux.HandleFunc(cb.Path, func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {
+			// Not this sign-in's answer: a page or program on this machine, or a stale
+			// tab. It must not end the sign-in, or the real answer would find nobody.
+			stray.Add(1)
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, "<!doctype html><title>toolsift</title><p>This is not the answer toolsift is waiting for.</p>\n")
+			return
+		}
 		a := answer{code: q.Get("code")}
 		switch {
-		case q.Get("state") != state:
-			a.err = fmt.Errorf("the sign-in's answer does not belong to this sign-in (state mismatch): nothing was saved; run toolsift auth login %s again", name)
 		case q.Has("iss") && q.Get("iss") != md.Issuer || !q.Has("iss") && md.AuthorizationResponseIssParameterSupported:
-			a.err = fmt.Errorf("the sign-in's answer is not from %s (iss mismatch, RFC 9207): nothing was saved; run toolsift auth login %s again", md.Issuer, name)
+			a.err = fmt.Errorf("the sign-in's answer is not from %q (iss mismatch, RFC 9207): nothing was saved; run toolsift auth login %s again", md.Issuer, name)
 		case q.Get("error") != "":
-			a.err = fmt.Errorf("the authorization server declined the sign-in (%s)", q.Get("error"))
+			a.err = fmt.Errorf("the authorization server declined the sign-in (%q)", q.Get("error"))
 		case a.code == "":
 			a.err = errors.New("the sign-in's answer holds no code")
 		}
@@ -191,7 +203,9 @@ func (l *Login) await(ctx context.Context, ln net.Listener, redirectURI, authURL
 		srv.Close()
 		<-served
 	}()
-	fmt.Fprintf(l.Out, "Sign in to %s in your browser:\n  %s\n", name, authURL)
+	// The address was checked (webURL) and is built from the remote's metadata: escaped,
+	// it is shown as it is.
+	fmt.Fprintf(l.Out, "Sign in to %s in your browser:\n  %s\n", name, terminal.Escape(authURL))
 	if l.Open != nil {
 		if err := l.Open(authURL); err != nil {
 			fmt.Fprintf(l.Out, "Could not open a browser (%v): open the address above yourself.\n", err)
@@ -200,8 +214,14 @@ func (l *Login) await(ctx context.Context, ln net.Listener, redirectURI, authURL
 	fmt.Fprintf(l.Out, "Waiting for the sign-in (up to %v)…\n", timeout)
 	select {
 	case a := <-answers:
+		if n := stray.Load(); n > 0 {
+			fmt.Fprintf(l.Out, "Ignored %d answer(s) at the callback that did not belong to this sign-in (state mismatch).\n", n)
+		}
 		return a.code, a.err
 	case <-ctx.Done():
+		if n := stray.Load(); n > 0 {
+			return "", fmt.Errorf("no sign-in within %v; %d answer(s) at the callback did not belong to this sign-in (state mismatch) and were ignored, nothing was saved: run toolsift auth login %s again, and finish the sign-in in the browser", timeout, n, name)
+		}
 		return "", fmt.Errorf("no sign-in within %v: run toolsift auth login %s again, and finish the sign-in in the browser", timeout, name)
 	}
 }
@@ -304,21 +324,21 @@ func probe(ctx context.Context, hc *http.Client, srv config.Server) (Challenge, 
 	return ch, ok, nil
 }
 
-// Logout forgets a server's sign-in, revoking its tokens where the authorization server
-// offers that. It reports whether there was one.
-func (t *Tokens) Logout(ctx context.Context, server string, oc *config.OAuth) (bool, error) {
-	g, err := t.Store.Load(ctx, server)
+// Logout forgets the grant stored under key, revoking its tokens where the authorization
+// server offers that; oc is the configuration of its server, if it still has one. It
+// reports whether there was a grant.
+func (t *Tokens) Logout(ctx context.Context, key string, oc *config.OAuth) (bool, error) {
+	g, err := t.Store.Load(ctx, key)
 	if errors.Is(err, ErrNoGrant) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	src := t.Source(server, oc)
-	c := src.client(g)
+	c := (&Source{oc: oc}).client(g)
 	hc := t.http()
 	// Best effort: the sign-in is forgotten here whatever the server says.
 	_ = revoke(ctx, hc, g, c, g.RefreshToken, "refresh_token")
 	_ = revoke(ctx, hc, g, c, g.AccessToken, "access_token")
-	return true, t.Store.Delete(ctx, server)
+	return true, t.Store.Delete(ctx, key)
 }

@@ -189,7 +189,7 @@ func newTokenServer(t *testing.T) *tokenServer {
 }
 
 func expiredGrant(ts *tokenServer) *Grant {
-	return &Grant{Server: "s", Resource: "https://rs/mcp", TokenEndpoint: ts.URL, ClientID: "c", AuthMethod: "none",
+	return &Grant{Server: "s", URL: "https://rs/mcp", Resource: "https://rs/mcp", TokenEndpoint: ts.URL, ClientID: "c", AuthMethod: "none",
 		AccessToken: "at-old", RefreshToken: "rt-0", Expiry: time.Now().Add(-time.Minute), Saved: time.Now()}
 }
 
@@ -200,7 +200,7 @@ func TestRefreshIsSerialised(t *testing.T) {
 	ts := newTokenServer(t)
 	dir := t.TempDir()
 	store := &FileStore{Dir: filepath.Join(dir, "oauth")}
-	if err := store.Save(context.Background(), expiredGrant(ts)); err != nil {
+	if err := store.Save(context.Background(), Key("https://rs/mcp"), expiredGrant(ts)); err != nil {
 		t.Fatal(err)
 	}
 	processes := []*Tokens{{Store: store, Dir: store.Dir}, {Store: store, Dir: store.Dir}}
@@ -209,7 +209,7 @@ func TestRefreshIsSerialised(t *testing.T) {
 	errs := make([]error, 16)
 	for i := range tokens {
 		wg.Go(func() {
-			tokens[i], errs[i] = processes[i%2].Source("s", nil).Token(context.Background())
+			tokens[i], errs[i] = processes[i%2].Source("s", "https://rs/mcp", nil).Token(context.Background())
 		})
 	}
 	wg.Wait()
@@ -234,8 +234,8 @@ func TestRefusedRefreshIsNotRetried(t *testing.T) {
 	ts := newTokenServer(t)
 	ts.live = map[string]bool{} // rt-0 was revoked
 	store := &FileStore{Dir: t.TempDir()}
-	store.Save(context.Background(), expiredGrant(ts))
-	src := (&Tokens{Store: store, Dir: store.Dir}).Source("s", nil)
+	store.Save(context.Background(), Key("https://rs/mcp"), expiredGrant(ts))
+	src := (&Tokens{Store: store, Dir: store.Dir}).Source("s", "https://rs/mcp", nil)
 	for i := range 5 {
 		_, err := src.Token(context.Background())
 		var needs *NeedsLoginError
@@ -249,7 +249,7 @@ func TestRefusedRefreshIsNotRetried(t *testing.T) {
 	if src.Ready(context.Background()) {
 		t.Error("a refused grant counts as ready")
 	}
-	g, _ := store.Load(context.Background(), "s")
+	g, _ := store.Load(context.Background(), Key("https://rs/mcp"))
 	if g.RefreshToken != "" || g.AccessToken != "" || g.Refused == "" {
 		t.Errorf("the refused grant kept its tokens: %+v", g)
 	}
@@ -281,9 +281,10 @@ func TestTransport(t *testing.T) {
 	store := &FileStore{Dir: t.TempDir()}
 	g := expiredGrant(ts)
 	g.Expiry = time.Now().Add(time.Hour) // not expired: the server refuses it all the same
-	store.Save(context.Background(), g)
+	g.URL = rs.URL + "/mcp"
+	store.Save(context.Background(), Key(g.URL), g)
 	tokens := &Tokens{Store: store, Dir: store.Dir}
-	hc := &http.Client{Transport: &Transport{Base: http.DefaultTransport, Source: tokens.Source("s", nil)}}
+	hc := &http.Client{Transport: &Transport{Base: http.DefaultTransport, Source: tokens.Source("s", g.URL, nil)}}
 	resp, err := hc.Post(rs.URL+"/mcp", "application/json", strings.NewReader("hello"))
 	if err != nil {
 		t.Fatal(err)
@@ -299,11 +300,11 @@ func TestTransport(t *testing.T) {
 	if !errors.As(err, &scope) || scope.Scope != "read write" {
 		t.Errorf("a 403 insufficient_scope: %v", err)
 	}
-	if saved, _ := store.Load(context.Background(), "s"); fmt.Sprint(saved.Wanted) != "[read write]" {
+	if saved, _ := store.Load(context.Background(), Key(g.URL)); fmt.Sprint(saved.Wanted) != "[read write]" {
 		t.Errorf("wanted scopes saved: %q", saved.Wanted)
 	}
-	store.Delete(context.Background(), "s")
-	plain := &http.Client{Transport: &Transport{Base: http.DefaultTransport, Source: (&Tokens{Store: store, Dir: store.Dir}).Source("s", nil)}}
+	store.Delete(context.Background(), Key(g.URL))
+	plain := &http.Client{Transport: &Transport{Base: http.DefaultTransport, Source: (&Tokens{Store: store, Dir: store.Dir}).Source("s", g.URL, nil)}}
 	if resp, err := plain.Get(rs.URL + "/open"); err != nil || resp.StatusCode != 200 {
 		t.Errorf("a server that needs no sign-in: %v, %v", resp, err)
 	}
@@ -318,7 +319,7 @@ func TestFileStoreModes(t *testing.T) {
 	if _, err := s.Load(context.Background(), "x"); !errors.Is(err, ErrNoGrant) {
 		t.Errorf("Load of nothing: %v", err)
 	}
-	if err := s.Save(context.Background(), &Grant{Server: "../x y", AccessToken: "t"}); err != nil {
+	if err := s.Save(context.Background(), "../x y", &Grant{Server: "x", AccessToken: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(dir)

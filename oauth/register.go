@@ -66,7 +66,7 @@ func register(ctx context.Context, hc *http.Client, server, configFile string, m
 		if code == "" {
 			code = resp.Status
 		}
-		return Client{}, false, fmt.Errorf("registering with %s (dynamic registration) failed: %s; register an OAuth app with it instead and put its client ID under mcpServers.%s.oauth in %s", md.Issuer, code, server, configFile)
+		return Client{}, false, fmt.Errorf("registering with %s (dynamic registration) failed: %q; register an OAuth app with it instead and put its client ID under mcpServers.%s.oauth in %s", md.Issuer, code, server, configFile)
 	}
 	c := Client{ID: a.ClientID, Secret: a.ClientSecret, AuthMethod: a.TokenEndpointAuthMethod}
 	if c.AuthMethod == "" {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/internal/filelock"
 )
 
 // NeedsLoginError means a server asks for a sign-in that toolsift does not have, or that
@@ -76,21 +77,59 @@ func (t *Tokens) http() *http.Client {
 	return &http.Client{Timeout: 30 * time.Second}
 }
 
-// Source returns the token source of a server, the same for every caller that names it:
-// what one connection learns (a refused grant) the others know. oc is the server's oauth
-// configuration, if any.
-func (t *Tokens) Source(server string, oc *config.OAuth) *Source {
+// Source returns the token source of the server named server at serverURL, the same for
+// every caller that names both: what one connection learns (a refused grant) the others
+// know. oc is the server's oauth configuration, if any.
+func (t *Tokens) Source(server, serverURL string, oc *config.OAuth) *Source {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s, ok := t.sources[server]; ok {
+	key := Key(serverURL)
+	if s, ok := t.sources[server+"\x00"+key]; ok {
 		return s
 	}
 	if t.sources == nil {
 		t.sources = map[string]*Source{}
 	}
-	s := &Source{tokens: t, server: server, oc: oc}
-	t.sources[server] = s
+	s := &Source{tokens: t, server: server, url: serverURL, key: key, oc: oc}
+	t.sources[server+"\x00"+key] = s
 	return s
+}
+
+// MovedError means the grant stored for a server's name is for another address: the
+// server's URL changed, or another server of the same name (another project's) signed in.
+// Its tokens are not sent to this one.
+type MovedError struct {
+	Server, From, To string
+}
+
+func (e *MovedError) Error() string {
+	return fmt.Sprintf("the sign-in stored for %q is for %s, not %s: sign in to this one with toolsift auth login %s", e.Server, e.From, e.To, e.Server)
+}
+
+// Is makes a MovedError an ErrNoGrant: there is no grant for this server.
+func (e *MovedError) Is(target error) bool { return target == ErrNoGrant }
+
+// Grant returns the grant of the server named name at serverURL. A grant stored under the
+// server's name, as versions before grants were keyed by URL kept them, is moved under its
+// key when it is for the same URL, and never used for another (a MovedError).
+func (t *Tokens) Grant(ctx context.Context, name, serverURL string) (*Grant, error) {
+	key := Key(serverURL)
+	g, err := t.Store.Load(ctx, key)
+	if !errors.Is(err, ErrNoGrant) {
+		return g, err
+	}
+	old, err := t.Store.Load(ctx, name)
+	if err != nil {
+		return nil, ErrNoGrant
+	}
+	if !sameServer(old.URL, serverURL) {
+		return nil, &MovedError{Server: name, From: old.URL, To: serverURL}
+	}
+	if err := t.Store.Save(ctx, key, old); err != nil {
+		return nil, err
+	}
+	_ = t.Store.Delete(ctx, name)
+	return old, nil
 }
 
 // reloadAfter is how long a Source uses the grant it read before reading it again, so that
@@ -100,12 +139,14 @@ const reloadAfter = 2 * time.Second
 // Source gives one server's connection its access token, refreshing it before it expires
 // and once when the server refuses it. Its methods may be called concurrently.
 type Source struct {
-	tokens *Tokens
-	server string
-	oc     *config.OAuth
+	tokens   *Tokens
+	server   string // the server's name, for messages
+	url, key string // the server's address, and the key of its grant
+	oc       *config.OAuth
 
-	mu     sync.Mutex // guards grant and read; held across a refresh, so refreshes are one at a time
+	mu     sync.Mutex // guards grant, moved and read; held across a refresh, so refreshes are one at a time
 	grant  *Grant     // nil: none stored when last read
+	moved  error      // why a grant stored for the name is not this server's, when grant is nil
 	read   time.Time  // when grant was read
 	failed time.Time  // the Saved of a grant the server refused, not to be tried again
 }
@@ -116,10 +157,15 @@ func (s *Source) grantLocked(ctx context.Context) (*Grant, error) {
 	if !s.read.IsZero() && now.Sub(s.read) < reloadAfter {
 		return s.grant, nil
 	}
-	g, err := s.tokens.Store.Load(ctx, s.server)
+	g, err := s.tokens.Grant(ctx, s.server, s.url)
+	s.moved = nil
 	switch {
 	case errors.Is(err, ErrNoGrant):
 		g = nil
+		var moved *MovedError
+		if errors.As(err, &moved) {
+			s.moved = moved
+		}
 	case err != nil:
 		return nil, err
 	}
@@ -134,8 +180,14 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, err := s.grantLocked(ctx)
-	if err != nil || g == nil {
+	if err != nil {
 		return "", err
+	}
+	if g == nil {
+		if s.moved != nil {
+			return "", &NeedsLoginError{Server: s.server, Why: s.moved.Error()}
+		}
+		return "", nil
 	}
 	if g.Refused != "" {
 		return "", &NeedsLoginError{Server: s.server, Why: g.Refused}
@@ -206,7 +258,7 @@ func (s *Source) refreshLocked(ctx context.Context, spent string) (*Grant, error
 	}
 	defer unlock()
 	// Another process may have refreshed meanwhile.
-	g, err := s.tokens.Store.Load(ctx, s.server)
+	g, err := s.tokens.Store.Load(ctx, s.key)
 	if err != nil {
 		if errors.Is(err, ErrNoGrant) {
 			return nil, &NeedsLoginError{Server: s.server}
@@ -225,7 +277,7 @@ func (s *Source) refreshLocked(ctx context.Context, spent string) (*Grant, error
 		g.Refused = "the authorization server refused to refresh the sign-in (" + refused.Code + ")"
 		g.AccessToken, g.RefreshToken = "", ""
 		g.Saved = s.tokens.now()
-		if err := s.tokens.Store.Save(ctx, g); err != nil {
+		if err := s.tokens.Store.Save(ctx, s.key, g); err != nil {
 			return nil, err
 		}
 		s.grant, s.read = g, s.tokens.now()
@@ -234,7 +286,7 @@ func (s *Source) refreshLocked(ctx context.Context, spent string) (*Grant, error
 	if err != nil {
 		return nil, fmt.Errorf("refreshing the sign-in of %q: %w", s.server, err)
 	}
-	if err := s.tokens.Store.Save(ctx, fresh); err != nil {
+	if err := s.tokens.Store.Save(ctx, s.key, fresh); err != nil {
 		return nil, fmt.Errorf("saving the refreshed sign-in of %q: %w", s.server, err)
 	}
 	s.grant, s.read = fresh, s.tokens.now()
@@ -255,7 +307,7 @@ func (s *Source) client(g *Grant) Client {
 func (s *Source) Want(ctx context.Context, scope string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, err := s.tokens.Store.Load(ctx, s.server)
+	g, err := s.tokens.Store.Load(ctx, s.key)
 	if err != nil {
 		return err
 	}
@@ -269,7 +321,7 @@ func (s *Source) Want(ctx context.Context, scope string) error {
 		return nil
 	}
 	s.grant, s.read = nil, time.Time{}
-	return s.tokens.Store.Save(ctx, g)
+	return s.tokens.Store.Save(ctx, s.key, g)
 }
 
 // Ready reports whether a sign-in is stored that was not refused: for a server waiting for
@@ -292,31 +344,14 @@ func (s *Source) Failed() {
 	}
 }
 
-// lockStale is how old a refresh lock must be to be taken from a process that left it.
-const lockStale = time.Minute
-
-// lock takes the server's refresh lock, shared by every toolsift process.
+// lock takes the grant's refresh lock, shared by every toolsift process: an OS lock, so a
+// process killed mid-refresh leaves nothing that holds the next one up.
 func (s *Source) lock(ctx context.Context) (func(), error) {
-	if err := os.MkdirAll(s.tokens.Dir, 0o700); err != nil {
-		return nil, err
+	release, err := filelock.Acquire(ctx, filepath.Join(s.tokens.Dir, s.key+".lock"))
+	if err != nil {
+		return nil, fmt.Errorf("waiting for another toolsift's refresh of %q: %w", s.server, err)
 	}
-	path := filepath.Join(s.tokens.Dir, unsafeName.ReplaceAllString(s.server, "_")+".lock")
-	for {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if err == nil {
-			f.Close()
-			return func() { os.Remove(path) }, nil
-		}
-		if st, serr := os.Stat(path); serr == nil && time.Since(st.ModTime()) > lockStale {
-			os.Remove(path)
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for another toolsift's refresh of %q: %w", s.server, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return release, nil
 }
 
 // Transport adds a server's access token to its requests and turns the answers that ask
@@ -333,6 +368,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	token, err := t.Source.Token(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if token != "" && !sameOrigin(req.URL, t.Source.url) {
+		// A token goes only to the origin it was issued for, whatever led the request
+		// elsewhere (a redirect, an SSE endpoint naming another host).
+		return nil, fmt.Errorf("server %q: not sending its sign-in to %s, another origin than %s's; if the server moved, put its new URL in the configuration and sign in again",
+			t.Source.server, origin(req.URL), t.Source.url)
 	}
 	resp, err := t.send(req, token)
 	if err != nil {
@@ -384,6 +425,21 @@ func (t *Transport) send(req *http.Request, token string) (*http.Response, error
 		out.Header.Set("Authorization", "Bearer "+token)
 	}
 	return t.Base.RoundTrip(out)
+}
+
+// sameOrigin reports whether u is at the origin (scheme, host and port) of serverURL.
+func sameOrigin(u *url.URL, serverURL string) bool {
+	s, err := url.Parse(serverURL)
+	return err == nil && origin(u) == origin(s)
+}
+
+// origin is a URL's scheme, host and port, the port written out where it is the default.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
 
 func drain(resp *http.Response) {

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/toolsift/toolsift/internal/terminal"
 )
 
 // Client is toolsift as a client of one authorization server.
@@ -50,7 +52,7 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	return "the authorization server refused: " + e.Code
+	return "the authorization server refused: " + terminal.Escape(e.Code)
 }
 
 // tokenRequest posts a token request and returns the tokens in a copy of g. The server's
@@ -103,12 +105,18 @@ func tokenRequest(ctx context.Context, hc *http.Client, endpoint string, c Clien
 	}
 	g.Expiry, g.Lifetime = time.Time{}, 0
 	if secs := expiresIn(a.ExpiresIn); secs > 0 {
-		g.Lifetime = time.Duration(secs) * time.Second
+		// Clamped before it is multiplied: a remote's number of seconds can overflow a
+		// Duration into the past, and every request would then refresh.
+		g.Lifetime = time.Duration(min(secs, int64(maxLifetime/time.Second))) * time.Second
 		g.Expiry = now.Add(g.Lifetime)
 	}
 	g.Refused, g.Saved = "", now
 	return &g, nil
 }
+
+// maxLifetime is the longest an access token is taken to last, whatever expires_in says:
+// past it, the token is refreshed anyway (or, without a refresh token, used until refused).
+const maxLifetime = 365 * 24 * time.Hour
 
 // expiresIn reads expires_in, a number by the RFC and a string from some servers.
 func expiresIn(raw json.RawMessage) int64 {
@@ -123,10 +131,11 @@ func expiresIn(raw json.RawMessage) int64 {
 	v, err := n.Int64()
 	if err != nil {
 		f, err := n.Float64()
-		if err != nil {
+		if err != nil || f != f {
 			return 0
 		}
-		v = int64(f)
+		// A float past int64's range converts to an unspecified value: clamp first.
+		v = int64(min(max(f, 0), float64(maxLifetime/time.Second)))
 	}
 	return v
 }

@@ -252,7 +252,8 @@ func TestOAuthRefusals(t *testing.T) {
 		t.Run(param+" tampered", func(t *testing.T) {
 			d := newAuthDouble(t).start()
 			u := newOAuthUser(t, fmt.Sprintf("mcpServers:\n  s:\n    url: %s/mcp\n", d.rs.URL), "--tamper", param)
-			_, errOut, code := u.run("auth", "login", "s", "--timeout", "10s")
+			// A wrong state is ignored until the time is up; a wrong issuer fails at once.
+			_, errOut, code := u.run("auth", "login", "s", "--timeout", "3s")
 			if code == 0 || !strings.Contains(errOut, param+" mismatch") || !strings.Contains(errOut, "nothing was saved") {
 				t.Errorf("login = %d\n%s", code, errOut)
 			}

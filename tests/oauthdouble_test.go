@@ -38,6 +38,10 @@ type authDouble struct {
 	issuer string
 	// noPKCE leaves S256 out of the metadata.
 	noPKCE bool
+	// authEndpoint, if set, is the authorization endpoint the metadata names (a hostile
+	// one); expiresIn, if set, the expires_in of every token answer.
+	authEndpoint string
+	expiresIn    any
 
 	as, rs *httptest.Server
 
@@ -48,6 +52,12 @@ type authDouble struct {
 	clients  map[string]string    // dynamically registered: client ID -> auth method
 	requests []tokenRequest
 	issued   []string // every token handed out
+	bearers  []string // every bearer token the resource server was sent
+	// redirect, if set, is where the resource server sends every MCP request (307).
+	redirect string
+	// holding, if set, is closed when the first refresh request arrives; that request
+	// is then held, never answered, until its client goes away (is killed).
+	holding chan struct{}
 }
 
 type authCode struct {
@@ -98,7 +108,15 @@ func (d *authDouble) start() *authDouble {
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		d.mu.Lock()
 		exp, ok := d.access[tok]
+		if tok != "" {
+			d.bearers = append(d.bearers, tok)
+		}
+		redirect := d.redirect
 		d.mu.Unlock()
+		if redirect != "" {
+			http.Redirect(w, r, redirect, http.StatusTemporaryRedirect)
+			return
+		}
 		if !ok || time.Now().After(exp) {
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`) // no resource_metadata, as Atlassian's
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -122,6 +140,9 @@ func (d *authDouble) serveAS(w http.ResponseWriter, r *http.Request) {
 		}
 		if d.issuer != "" {
 			md["issuer"] = d.issuer
+		}
+		if d.authEndpoint != "" {
+			md["authorization_endpoint"] = d.authEndpoint
 		}
 		if d.noPKCE {
 			md["code_challenge_methods_supported"] = []string{"plain"}
@@ -220,6 +241,14 @@ func (d *authDouble) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case "refresh_token":
+		if d.holding != nil {
+			held := d.holding
+			d.holding = nil
+			d.mu.Unlock()
+			close(held)
+			<-r.Context().Done()
+			return
+		}
 		if !d.refresh[f.Get("refresh_token")] {
 			d.mu.Unlock()
 			fail("invalid_grant")
@@ -238,8 +267,12 @@ func (d *authDouble) token(w http.ResponseWriter, r *http.Request) {
 	req.ok = true
 	d.requests = append(d.requests, req)
 	d.mu.Unlock()
+	var expiresIn any = int(d.ttl / time.Second)
+	if d.expiresIn != nil {
+		expiresIn = d.expiresIn
+	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": int(d.ttl / time.Second), "refresh_token": refresh})
+	json.NewEncoder(w).Encode(map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": expiresIn, "refresh_token": refresh})
 }
 
 // revokeAll makes every refresh token the double issued worthless, as a user who revoked
@@ -254,6 +287,20 @@ func (d *authDouble) tokenRequests() []tokenRequest {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return slices.Clone(d.requests)
+}
+
+// bearersSeen lists every bearer token the resource server was sent, good or not.
+func (d *authDouble) bearersSeen() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.bearers)
+}
+
+// redirectTo makes the resource server send every MCP request to u.
+func (d *authDouble) redirectTo(u string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.redirect = u
 }
 
 // secretsIssued lists every token the double handed out, to look for in logs.

@@ -73,7 +73,7 @@ func Dialer(version string, tokens *oauth.Tokens) DialFunc {
 	return func(ctx context.Context, srv config.Server, stderr *Tail, notify Notify, peer Peer) (Conn, Info, error) {
 		var src *oauth.Source
 		if tokens != nil && SignsIn(srv) {
-			src = tokens.Source(srv.Name, srv.OAuth)
+			src = tokens.Source(srv.Name, srv.URL, srv.OAuth)
 		}
 		return dial(ctx, srv, version, stderr, notify, peer, src)
 	}
@@ -177,7 +177,7 @@ func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, 
 // httpClient is the HTTP client of an HTTP or SSE server: bounded answers (see
 // limitedClient), and its OAuth sign-in, if src is not nil.
 func httpClient(srv config.Server, src *oauth.Source) *http.Client {
-	hc := limitedClient(srv.MaxResultBytes, srv.Headers)
+	hc := limitedClient(srv.MaxResultBytes)
 	if src != nil {
 		hc.Transport = &oauth.Transport{Base: hc.Transport, Source: src}
 	}

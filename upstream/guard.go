@@ -277,41 +277,36 @@ func toolsArray(line []byte) (arr span, elements []span, ok bool) {
 	return arr, elements, true
 }
 
-// limitedClient is the HTTP client of an HTTP or SSE server whose configuration sends these
-// headers. Its response bodies fail past max bytes in one message, so that no answer is
+// limitedClient is the HTTP client of an HTTP or SSE server. Its response bodies fail past max bytes in one message, so that no answer is
 // held whole beyond toolsift's limit (an SSE stream is long-lived: its messages are
-// counted one at a time, from blank line to blank line). A redirect to another server
-// carries none of the headers (see keepCredentials).
-func limitedClient(max int, headers map[string]string) *http.Client {
+// counted one at a time, from blank line to blank line). It follows no redirect to
+// another origin (see stayAtOrigin).
+func limitedClient(max int) *http.Client {
 	if max <= 0 {
 		max = DefaultMaxMessageBytes
 	}
 	return &http.Client{
 		Transport:     limitTransport{next: http.DefaultTransport, max: max},
-		CheckRedirect: func(req *http.Request, via []*http.Request) error { return keepCredentials(req, via, headers) },
+		CheckRedirect: stayAtOrigin,
 	}
 }
 
-// keepCredentials is the client's redirect policy. Go drops Authorization and cookies on a
-// redirect to another domain but sends every other header on, so an X-Api-Key configured
-// for one server would reach whatever host it redirects to. A redirect to another origin
-// (scheme, host or port: another port is another server) or from https to http carries
-// none of the configured headers, and no Authorization or cookie.
-func keepCredentials(req *http.Request, via []*http.Request, headers map[string]string) error {
+// stayAtOrigin is the client's redirect policy: a redirect within the server's origin
+// (scheme, host and port) is followed with every header; one to another origin, or from
+// https to http, is not followed at all. Go drops Authorization and cookies on a redirect
+// to another domain but sends every other header on (an X-Api-Key configured for one
+// server), and the OAuth transport adds the server's token to every request it sends, so
+// the only redirect that cannot carry a credential away is one not followed.
+func stayAtOrigin(req *http.Request, via []*http.Request) error {
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
 	}
 	first := via[0].URL
-	if req.URL.Scheme == first.Scheme && strings.EqualFold(req.URL.Host, first.Host) {
+	if strings.EqualFold(req.URL.Scheme, first.Scheme) && strings.EqualFold(req.URL.Host, first.Host) {
 		return nil
 	}
-	for k := range headers {
-		req.Header.Del(k)
-	}
-	for _, k := range []string{"Authorization", "Cookie", "Cookie2", "Proxy-Authorization"} {
-		req.Header.Del(k)
-	}
-	return nil
+	return fmt.Errorf("the server redirected to %s://%s, another origin: not followed, so that its credentials (headers, sign-in) stay with it; if it moved, put its new URL in the configuration",
+		req.URL.Scheme, req.URL.Host)
 }
 
 type limitTransport struct {

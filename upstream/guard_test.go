@@ -103,8 +103,9 @@ func TestLineGuardTinyLimit(t *testing.T) {
 	}
 }
 
-// TestRedirectKeepsCredentials: a redirect to another origin carries none of the configured
-// headers; one within the origin keeps them (issue 23, row 5).
+// TestRedirectKeepsCredentials: a redirect to another origin is not followed, so none of
+// the configured headers reach it (issue 23, row 5; issue 39, attack 2); one within the
+// origin keeps them.
 func TestRedirectKeepsCredentials(t *testing.T) {
 	var got http.Header
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Clone() }))
@@ -115,6 +116,8 @@ func TestRedirectKeepsCredentials(t *testing.T) {
 		switch r.URL.Path {
 		case "/away":
 			http.Redirect(w, r, other.URL+"/mcp", http.StatusTemporaryRedirect)
+		case "/downgrade":
+			http.Redirect(w, r, strings.Replace(origin.URL, "127.0.0.1", "localhost", 1)+"/moved", http.StatusPermanentRedirect)
 		case "/here":
 			http.Redirect(w, r, origin.URL+"/moved", http.StatusTemporaryRedirect)
 		case "/moved":
@@ -123,8 +126,8 @@ func TestRedirectKeepsCredentials(t *testing.T) {
 	}))
 	defer origin.Close()
 	headers := map[string]string{"X-Api-Key": "k-123456", "Authorization": "Bearer b-123456"}
-	c := limitedClient(0, headers)
-	send := func(path string) {
+	c := limitedClient(0)
+	send := func(path string) error {
 		req, _ := http.NewRequest(http.MethodPost, origin.URL+path, strings.NewReader("{}"))
 		for k, v := range headers {
 			req.Header.Set(k, v)
@@ -132,17 +135,23 @@ func TestRedirectKeepsCredentials(t *testing.T) {
 		req.Header.Set("Cookie", "session=abc")
 		resp, err := c.Do(req)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		resp.Body.Close()
+		return nil
 	}
-	send("/away")
-	for _, k := range []string{"X-Api-Key", "Authorization", "Cookie"} {
-		if v := got.Get(k); v != "" {
-			t.Errorf("redirected to another server with %s: %q", k, v)
+	for _, path := range []string{"/away", "/downgrade"} {
+		same = nil
+		if err := send(path); err == nil || !strings.Contains(err.Error(), "another origin") {
+			t.Errorf("a redirect to another origin (%s): %v, want it refused", path, err)
 		}
 	}
-	send("/here")
+	if got != nil || same != nil {
+		t.Errorf("the other origin was reached: %v %v", got, same)
+	}
+	if err := send("/here"); err != nil {
+		t.Fatal(err)
+	}
 	if same.Get("X-Api-Key") != "k-123456" || same.Get("Authorization") != "Bearer b-123456" {
 		t.Errorf("a redirect within the server lost its headers: %v", same)
 	}

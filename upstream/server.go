@@ -114,7 +114,7 @@ func newServer(cfg config.Server, opts Options, sh shared) *server {
 		repairsLogged:  map[string]bool{},
 	}
 	if opts.Tokens != nil && SignsIn(cfg) {
-		s.source = opts.Tokens.Source(cfg.Name, cfg.OAuth)
+		s.source = opts.Tokens.Source(cfg.Name, cfg.URL, cfg.OAuth)
 	}
 	if cfg.Disabled {
 		s.state = StateDisabled

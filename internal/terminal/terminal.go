@@ -80,3 +80,16 @@ func unsafe(r rune) bool {
 	}
 	return false
 }
+
+// Lines is Escape for text of several lines: each line is escaped, and the line breaks
+// between them are kept.
+func Lines(s string) string {
+	if clean(strings.ReplaceAll(s, "\n", "")) {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = Escape(l)
+	}
+	return strings.Join(lines, "\n")
+}

@@ -25,3 +25,14 @@ func TestEscape(t *testing.T) {
 		}
 	}
 }
+
+func TestLines(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"a\nb", "a\nb"},
+		{"a\x1b[2J\nb\r", "a\\x1b[2J\nb\\r"},
+	} {
+		if got := Lines(c.in); got != c.want {
+			t.Errorf("Lines(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
