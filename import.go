@@ -13,7 +13,6 @@ import (
 
 	"github.com/toolsift/toolsift/clients"
 	"github.com/toolsift/toolsift/config"
-	"github.com/toolsift/toolsift/internal/atomicfile"
 	"github.com/toolsift/toolsift/internal/dirs"
 )
 
@@ -85,12 +84,10 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *merge && *force {
 		return fmt.Errorf("%w: give --merge (add what FILE lacks) or --force (replace FILE), not both", errUsage)
 	}
-	var existing []byte
 	if *out != "" {
-		existing, err = os.ReadFile(*out)
+		_, err := os.Stat(*out)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			existing = nil
 		case err != nil:
 			return err
 		case !*force && !*merge:
@@ -167,30 +164,40 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	wrote := len(imp.Servers)
-	switch {
-	case *merge && existing != nil:
-		merged, added, err := config.MergeServers(existing, data)
-		if err != nil {
-			return fmt.Errorf("merging into %s: %w", *out, err)
+	var added []string
+	merged := false
+	// The file is read again under the edit's lock: what another process wrote since the
+	// check above is merged, or kept from being dropped, not overwritten.
+	err = config.Edit(ctx, *out, func(existing []byte) ([]byte, error) {
+		switch {
+		case *merge && existing != nil:
+			text, names, err := config.MergeServers(existing, data)
+			if err != nil {
+				return nil, fmt.Errorf("merging into %s: %w", *out, err)
+			}
+			added, merged = names, true
+			return text, nil
+		case existing != nil && !*force:
+			return nil, fmt.Errorf("%w: %s exists: pass --merge to add the servers it lacks, --force to replace it, or choose another -o FILE", errUsage, *out)
+		case existing != nil:
+			if lost := droppedServers(existing, data); len(lost) > 0 {
+				return nil, fmt.Errorf("%s has %s that the import does not: %s; replacing it would drop them. Pass --merge to add what it lacks instead, or take them out first (toolsift remove NAME)",
+					*out, plural(len(lost), "server"), strings.Join(lost, ", "))
+			}
 		}
-		data, wrote = merged, len(added)
+		// 0600 for a new file: literal values such as API keys are copied as they were.
+		return data, nil
+	})
+	if err != nil {
+		return err
+	}
+	if merged {
+		wrote = len(added)
 		if len(added) == 0 {
 			fmt.Fprintf(stderr, "toolsift: %s already has every server imported: nothing to add\n", *out)
 			return nil
 		}
 		fmt.Fprintf(stderr, "toolsift: adding to %s: %s\n", *out, strings.Join(added, ", "))
-	case existing != nil:
-		if lost := droppedServers(existing, data); len(lost) > 0 {
-			return fmt.Errorf("%s has %s that the import does not: %s; replacing it would drop them. Pass --merge to add what it lacks instead, or take them out first (toolsift remove NAME)",
-				*out, plural(len(lost), "server"), strings.Join(lost, ", "))
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(*out), 0o700); err != nil {
-		return fmt.Errorf("writing %s: %w", *out, err)
-	}
-	// 0600: literal values such as API keys are copied as they were.
-	if err := atomicfile.Write(*out, data, 0o600); err != nil {
-		return err
 	}
 	fmt.Fprintf(stderr, "toolsift: wrote %s to %s; check them with toolsift status --config %s, then switch a client: toolsift setup CLIENT\n",
 		plural(wrote, "server"), *out, *out)

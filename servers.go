@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/config"
-	"github.com/toolsift/toolsift/internal/atomicfile"
 	"github.com/toolsift/toolsift/internal/dirs"
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/internal/trust"
@@ -63,7 +62,7 @@ func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 
 // addCmd adds a server to the configuration: toolsift add NAME -- COMMAND ARGS... or
 // toolsift add NAME --url URL.
-func addCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func addCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var command []string
 	if i := slices.Index(args, "--"); i >= 0 {
 		args, command = args[:i], args[i+1:]
@@ -107,26 +106,24 @@ func addCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("%w: say what %s is: toolsift add %s -- COMMAND [ARGS...] (a program, such as npx -y @modelcontextprotocol/server-memory), or toolsift add %s --url URL", errUsage, name, name, name)
 	}
-	file, data, err := editableConfig(*configFile, stderr)
+	file, err := editableConfig(*configFile, stderr)
 	if err != nil {
 		return err
 	}
-	var out []byte
 	where, flag := "", ""
 	if *project {
-		dir := projectDir()
-		out, err = config.AddProjectServer(data, dir, name, e)
-		where, flag = ", for project "+dir, " --project"
-	} else {
-		out, err = config.AddServer(data, name, e)
+		where, flag = ", for project "+projectDir(), " --project"
 	}
+	err = editConfig(ctx, file, func(data []byte) ([]byte, error) {
+		if *project {
+			return config.AddProjectServer(data, projectDir(), name, e)
+		}
+		return config.AddServer(data, name, e)
+	})
 	if errors.Is(err, config.ErrExists) {
 		return fmt.Errorf("%s: %w; to replace it, run toolsift remove%s %s first", file, err, flag, name)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	if err := writeConfig(file, data, out); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "Added %s to %s%s.\nCheck it with: toolsift status --config %s\n", name, file, where, file)
@@ -134,7 +131,7 @@ func addCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // removeCmd takes a server out of the configuration: toolsift remove NAME.
-func removeCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func removeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("remove", flag.ContinueOnError)
 	configFile := fs.String("config", "", "")
 	project := fs.Bool("project", false, "")
@@ -149,24 +146,23 @@ func removeCmd(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	data, err := config.Read(file)
-	if err != nil {
-		return err
-	}
-	var out []byte
 	where, dir := "", projectDir()
 	if *project {
-		out, err = config.RemoveProjectServer(data, dir, rest[0])
 		where = ", for project " + dir
-	} else if out, err = config.RemoveServer(data, rest[0]); err != nil {
-		if _, perr := config.RemoveProjectServer(data, dir, rest[0]); perr == nil {
-			return fmt.Errorf("%s: %w; it is a server of project %s: toolsift remove --project %s", file, err, dir, rest[0])
+	}
+	err = editConfig(ctx, file, func(data []byte) ([]byte, error) {
+		if *project {
+			return config.RemoveProjectServer(data, dir, rest[0])
 		}
-	}
+		out, err := config.RemoveServer(data, rest[0])
+		if err != nil {
+			if _, perr := config.RemoveProjectServer(data, dir, rest[0]); perr == nil {
+				return nil, fmt.Errorf("%w; it is a server of project %s: toolsift remove --project %s", err, dir, rest[0])
+			}
+		}
+		return out, err
+	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	if err := writeConfig(file, data, out); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "Removed %s from %s%s.\n", rest[0], file, where)
@@ -214,52 +210,42 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// editableConfig returns the configuration add changes and its content: the one toolsift
-// serves, or, where there is none, the user's own, empty.
-func editableConfig(named string, stderr io.Writer) (string, []byte, error) {
+// editableConfig returns the configuration add changes: the one toolsift serves, or,
+// where there is none, the user's own (made by the edit).
+func editableConfig(named string, stderr io.Writer) (string, error) {
 	file, err := findConfig(named, warnTo(stderr))
 	if err != nil && named == "" {
 		if _, statErr := os.Stat(userConfig()); errors.Is(statErr, fs.ErrNotExist) {
-			return userConfig(), nil, nil
+			return userConfig(), nil
 		}
 	}
-	if err != nil {
-		return "", nil, err
-	}
-	data, err := config.Read(file)
-	if errors.Is(err, fs.ErrNotExist) && named != "" {
-		return file, nil, nil
-	}
-	return file, data, err
+	return file, err
 }
 
-// writeConfig replaces the configuration file with out, once it loads. A folder's
-// configuration the user had approved stays approved: the change is theirs.
-func writeConfig(file string, old, out []byte) error {
-	if _, err := config.Parse(file, out, nil); err != nil {
-		return fmt.Errorf("the change would make %s invalid, so it was not written: %w", file, err)
-	}
-	var store *trust.Store
-	if dir, err := dirs.State(); err == nil && old != nil {
-		s := trust.Open(dir)
-		if trusted, _ := s.Trusted(file, old); trusted {
-			store = s
+// editConfig changes the configuration file through config.Edit (locked, re-read, written
+// whole), once the change loads. A folder's configuration the user had approved stays
+// approved: the change is theirs.
+func editConfig(ctx context.Context, file string, change func(old []byte) ([]byte, error)) error {
+	return config.Edit(ctx, file, func(old []byte) ([]byte, error) {
+		out, err := change(old)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
 		}
-	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return fmt.Errorf("writing %s: %w", file, err)
-	}
-	mode := os.FileMode(0o600)
-	if st, err := os.Stat(file); err == nil {
-		mode = st.Mode().Perm()
-	}
-	if err := atomicfile.Write(file, out, mode); err != nil {
-		return err
-	}
-	if store != nil {
-		return store.Trust(file, out, time.Now())
-	}
-	return nil
+		if _, err := config.Parse(file, out, nil); err != nil {
+			return nil, fmt.Errorf("the change would make %s invalid, so it was not written: %w", file, err)
+		}
+		if dir, err := dirs.State(); err == nil && old != nil {
+			// Recorded before the write, under the lock: an approval of bytes that were
+			// never written approves nothing.
+			s := trust.Open(dir)
+			if trusted, _ := s.Trusted(file, old); trusted {
+				if err := s.Trust(file, out, time.Now()); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return out, nil
+	})
 }
 
 // pairs splits each of kvs at sep into a map; flag and example say how to write one.
