@@ -57,8 +57,8 @@ func commands() []command {
 		help: authUsage, run: noStdin(authCmd),
 	}, {
 		name: "trust", summary: "approve a folder's toolsift.yaml, so that toolsift runs its servers there",
-		help: trustUsage, run: func(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
-			return trustCmd(args, stdout)
+		help: trustUsage, run: func(_ context.Context, args []string, stdin io.Reader, stdout, _ io.Writer) error {
+			return trustCmd(args, stdin, stdout)
 		},
 	}, {
 		name: "status", synopsis: "[--config FILE] [--wait 30s]",

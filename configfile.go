@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -8,11 +9,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/internal/dirs"
+	"github.com/toolsift/toolsift/internal/terminal"
 	"github.com/toolsift/toolsift/internal/trust"
 	"github.com/toolsift/toolsift/oauth"
 )
@@ -21,13 +24,20 @@ import (
 const localConfig = "toolsift.yaml"
 
 // loadConfig loads the configuration file findConfig finds, as served in the project
-// toolsift runs for (see projectDir): with that project's servers, if it lists any.
+// toolsift runs for (see projectDir): with that project's servers, if it lists any. A
+// folder's file is parsed from the very bytes its approval was checked against: read
+// again, it could have been swapped for text nobody approved.
 func loadConfig(named string, warn func(string)) (*config.Config, error) {
-	file, err := findConfig(named, warn)
+	file, data, err := locateConfig(named, warn)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.Load(file, nil)
+	if data == nil {
+		if data, err = config.Read(file); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := config.Parse(file, data, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -64,35 +74,47 @@ func userConfig() string {
 // the user approved it as it is now (see trust), else the user's own. A folder's file that
 // is not approved is passed over with a warning that says how to approve it: its servers
 // are commands, and a cloned repository must not run them because someone typed
-// toolsift status in it.
+// toolsift status in it. Whoever runs what the file says uses loadConfig, which parses
+// the bytes that were approved.
 func findConfig(named string, warn func(string)) (string, error) {
+	file, _, err := locateConfig(named, warn)
+	return file, err
+}
+
+// locateConfig is findConfig that also returns, for a folder's file, the content that was
+// approved (nil for another file). A folder's file that cannot be read (a symlink to a
+// device, a FIFO, a huge or unreadable file) is passed over like an unapproved one: the
+// repository is not the user's, and must not keep their own configuration from serving.
+func locateConfig(named string, warn func(string)) (string, []byte, error) {
 	if named != "" {
 		// Naming a file is approving it.
-		return named, nil
+		return named, nil, nil
 	}
 	user := userConfig()
 	_, userErr := os.Stat(user)
-	unapproved := ""
-	if data, err := config.Read(localConfig); err == nil {
+	abs, _ := filepath.Abs(localConfig)
+	skipped := ""
+	data, err := config.ReadRegular(localConfig)
+	switch {
+	case err == nil:
 		ok, why := approved(localConfig, data)
 		if ok {
-			return localConfig, nil
+			return localConfig, data, nil
 		}
-		abs, _ := filepath.Abs(localConfig)
-		unapproved = fmt.Sprintf("%s is in this folder but not approved, so toolsift does not run its servers%s: review it, then run toolsift trust (or pass --config %s)", abs, why, localConfig)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", err
+		skipped = fmt.Sprintf("%s is in this folder but not approved, so toolsift does not run its servers%s: review it, then run toolsift trust (or pass --config %s)", terminal.Escape(abs), why, localConfig)
+	case !errors.Is(err, fs.ErrNotExist):
+		skipped = fmt.Sprintf("%s is in this folder but cannot be used, so toolsift does not run its servers (%s): fix or remove it, or pass --config FILE", terminal.Escape(abs), terminal.Escape(err.Error()))
 	}
 	if userErr == nil {
-		if unapproved != "" {
-			warn(unapproved + "; using " + user + " instead")
+		if skipped != "" {
+			warn(skipped + "; using " + user + " instead")
 		}
-		return user, nil
+		return user, nil, nil
 	}
-	if unapproved != "" {
-		return "", errors.New(unapproved)
+	if skipped != "" {
+		return "", nil, errors.New(skipped)
 	}
-	return "", fmt.Errorf("no configuration: looked for %s and %s; make one from your MCP clients' servers with: toolsift import -o ~/.config/toolsift/config.yaml (or pass --config FILE)",
+	return "", nil, fmt.Errorf("no configuration: looked for %s and %s; make one from your MCP clients' servers with: toolsift import -o ~/.config/toolsift/config.yaml (or pass --config FILE)",
 		localConfig, user)
 }
 
@@ -110,24 +132,29 @@ func approved(path string, data []byte) (ok bool, why string) {
 	return ok, ""
 }
 
-const trustUsage = `Usage: toolsift trust [FILE] [--forget]
+const trustUsage = `Usage: toolsift trust [FILE] [--yes] [--forget]
 
 Approves a toolsift configuration found in a folder (FILE, default ./toolsift.yaml), so
 that toolsift uses it when run in that folder without --config. A configuration's servers
 are commands toolsift runs: one that came with a cloned repository runs only once you have
-read it and approved it. The approval holds for the file as it is now; once it is edited,
-toolsift asks again. It prints the servers the file runs.
+read it and approved it. trust prints every server the file can start, in any folder (its
+projects' too), as it is written, and asks before approving. The approval holds for the
+file as it is now; once it is edited, toolsift asks again.
 
 A configuration named with --config needs no approval.
 
 Flags:
+  --yes      approve without asking, for scripts that wrote the file themselves
   --forget   withdraw the approval
 `
 
-// trustCmd approves, or with --forget withdraws, a folder's configuration.
-func trustCmd(args []string, stdout io.Writer) error {
+// trustCmd approves, or with --forget withdraws, a folder's configuration. It shows what
+// the file runs from the file's own parse (the code that decides what runs), and asks on
+// stdin: an answer other than yes, or none, approves nothing.
+func trustCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("trust", flag.ContinueOnError)
 	forget := fs.Bool("forget", false, "")
+	yes := fs.Bool("yes", false, "")
 	pos, done, err := parseFlags(fs, args, stdout)
 	if done || err != nil {
 		return err
@@ -148,59 +175,108 @@ func trustCmd(args []string, stdout io.Writer) error {
 		return fmt.Errorf("no folder to keep approvals in: %w", err)
 	}
 	store := trust.Open(dir)
+	shown := terminal.Escape(abs)
 	if *forget {
 		had, err := store.Forget(abs)
 		if err != nil {
 			return err
 		}
 		if !had {
-			fmt.Fprintf(stdout, "%s was not approved: nothing to withdraw.\n", abs)
+			fmt.Fprintf(stdout, "%s was not approved: nothing to withdraw.\n", shown)
 			return nil
 		}
-		fmt.Fprintf(stdout, "Withdrew the approval of %s: toolsift no longer runs it unless named with --config.\n", abs)
+		fmt.Fprintf(stdout, "Withdrew the approval of %s: toolsift no longer runs it unless named with --config.\n", shown)
 		return nil
 	}
-	data, err := config.Read(abs)
+	// These bytes are the ones shown, parsed and approved: read once.
+	data, err := config.ReadRegular(abs)
 	if err != nil {
 		return err
 	}
-	// A variable not set here is shown as written: what matters is what the file runs.
+	// Variables are shown as written, never with this shell's values: what matters is
+	// what the file runs, and a value may be a secret.
 	cfg, err := config.Parse(abs, data, func(name string) (string, bool) {
-		if v, ok := os.LookupEnv(name); ok {
-			return v, true
-		}
 		return "${" + name + "}", true
 	})
 	if err != nil {
-		return fmt.Errorf("%s is not a valid configuration, so it was not approved: %w", abs, err)
+		return fmt.Errorf("%s is not a valid configuration, so it was not approved: %w", shown, err)
 	}
-	fmt.Fprintf(stdout, "%s runs:\n", abs)
-	for _, s := range cfg.Servers {
-		fmt.Fprintf(stdout, "  %s\n", describeServer(s))
+	fmt.Fprintf(stdout, "%s runs:\n", shown)
+	servers := cfg.AllServers()
+	for _, s := range servers {
+		line := describeServer(s)
+		if s.Project != "" {
+			line += " (in project " + terminal.Escape(s.Project) + ")"
+		}
+		fmt.Fprintf(stdout, "  %s\n", line)
 	}
-	if len(cfg.Servers) == 0 {
+	if len(servers) == 0 {
 		fmt.Fprintln(stdout, "  (no servers)")
+	}
+	if e := cfg.Search.Embeddings; e.URL != "" {
+		fmt.Fprintf(stdout, "and sends tool descriptions to %s for search embeddings\n", terminal.Escape(e.URL))
+	}
+	if !*yes {
+		if err := confirm(stdin, stdout, "Approve it? [y/N] "); err != nil {
+			return fmt.Errorf("%s was not approved: %w", shown, err)
+		}
 	}
 	if err := store.Trust(abs, data, time.Now()); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Approved: toolsift uses it in %s until it changes.\n", filepath.Dir(abs))
+	fmt.Fprintf(stdout, "Approved: toolsift uses it in %s until it changes.\n", terminal.Escape(filepath.Dir(abs)))
 	return nil
 }
 
-// describeServer is one line saying what a server runs or reaches.
+// confirm asks question on stdout and reads one line of answer from stdin; anything but
+// y or yes is an error. No answer at all (no terminal, stdin closed) refuses too: approving
+// is the user's decision, and a script that made it says so with --yes.
+func confirm(stdin io.Reader, stdout io.Writer, question string) error {
+	fmt.Fprint(stdout, question)
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	line, err := bufio.NewReader(io.LimitReader(stdin, 1<<10)).ReadString('\n')
+	if err != nil && (!errors.Is(err, io.EOF) || line == "") {
+		fmt.Fprintln(stdout)
+		return errors.New("no answer (no terminal to ask at?): run toolsift trust --yes to approve without asking")
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return fmt.Errorf("the answer was %q, not yes", terminal.Escape(strings.TrimSpace(line)))
+}
+
+// describeServer is one line saying what a server runs or reaches: its whole command line
+// (an argument quoted where spaces would hide where it ends), folder or URL. Every part is
+// escaped for the terminal: the file is not trusted yet, and a raw escape sequence or
+// carriage return in it could paint a harmless command over the one that runs.
 func describeServer(s config.Server) string {
-	what := s.URL
+	what := terminal.Escape(s.URL)
 	if s.Type == config.TypeStdio {
-		what = strings.Join(append([]string{s.Command}, s.Args...), " ")
+		parts := []string{quoteArg(s.Command)}
+		for _, a := range s.Args {
+			parts = append(parts, quoteArg(a))
+		}
+		what = strings.Join(parts, " ")
 		if s.Cwd != "" {
-			what += " (in " + s.Cwd + ")"
+			what += " (in " + terminal.Escape(s.Cwd) + ")"
 		}
 	}
 	if s.Disabled {
 		what += " (disabled)"
 	}
-	return s.Name + ": " + what
+	return terminal.Escape(s.Name) + ": " + what
+}
+
+// quoteArg shows one word of a command line: as it is, or quoted (Go syntax) when it is
+// empty or holds spaces or quotes, so that the words shown are the words run.
+func quoteArg(a string) string {
+	if a == "" || strings.ContainsAny(a, " \t\n\r\"'\\") {
+		return terminal.Escape(strconv.Quote(a))
+	}
+	return terminal.Escape(a)
 }
 
 // tokens is where servers' OAuth sign-ins are kept (see oauth.NewTokens); nil, and no

@@ -12,6 +12,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -213,6 +214,32 @@ func Read(file string) ([]byte, error) {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
 	defer f.Close()
+	return readAll(f, file)
+}
+
+// ReadRegular is Read for a file nobody named, such as a folder's toolsift.yaml that came
+// with a cloned repository: it refuses anything but a regular file (a device, a FIFO, a
+// socket, or a symlink to one), and opening it does not wait for a FIFO's writer, so such
+// a file cannot stall or feed toolsift. The check is on the file opened, so swapping the
+// path in between cannot slip past it.
+func ReadRegular(file string) ([]byte, error) {
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading config %s: %w", file, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("reading config: %s is not a regular file (%s)", file, st.Mode().Type())
+	}
+	return readAll(f, file)
+}
+
+// readAll reads f, the configuration file named file, refusing one over MaxBytes.
+func readAll(f *os.File, file string) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading config %s: %w", file, err)
@@ -223,7 +250,8 @@ func Read(file string) ([]byte, error) {
 	return data, nil
 }
 
-// Parse validates configuration text; file only names it in errors.
+// Parse validates configuration text; file only names it in errors. Whoever must use
+// exactly the bytes it checked (an approval's digest) reads once and parses those.
 func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Config, error) {
 	if getenv == nil {
 		getenv = os.LookupEnv

@@ -221,3 +221,22 @@ func (c *Config) ForProject(dir string) *Config {
 	out.Project = best
 	return &out
 }
+
+// AllServers returns every server the configuration can start, in any folder: those of
+// every folder, then each project's (see Projects), by folder. It is what an approval of
+// the file approves, so it is derived here, beside ForProject, rather than by whoever
+// shows it: a server the configuration can run is one it lists.
+func (c *Config) AllServers() []Server {
+	var out []Server
+	for _, s := range c.Servers {
+		// After ForProject, Servers holds one project's servers too: they come below.
+		if s.Project == "" {
+			out = append(out, s)
+		}
+	}
+	dirs := slices.Sorted(maps.Keys(c.Projects))
+	for _, d := range dirs {
+		out = append(out, c.Projects[d]...)
+	}
+	return out
+}

@@ -69,9 +69,10 @@ func TestFolderConfigNeedsApproval(t *testing.T) {
 		t.Fatal("status ran the command of a folder's config nobody approved")
 	}
 
-	// toolsift trust shows what the file runs, then approves it.
-	out, errOut, code = run("trust")
-	if code != 0 || !strings.Contains(out, "evil: sh -c touch "+pwned) || !strings.Contains(out, "Approved") {
+	// toolsift trust shows what the file runs, then approves it (--yes: without asking;
+	// TestTrustAsksAndEscapes covers the question).
+	out, errOut, code = run("trust", "--yes")
+	if code != 0 || !strings.Contains(out, "evil: sh -c \"touch "+pwned+"; exit 1\"") || !strings.Contains(out, "Approved") {
 		t.Fatalf("trust = %d\n%s%s", code, out, errOut)
 	}
 	run("status", "--wait", "20s")
@@ -94,7 +95,7 @@ func TestFolderConfigNeedsApproval(t *testing.T) {
 		t.Error("status --config toolsift.yaml did not run the file it was told to")
 	}
 	os.Remove(pwned)
-	run("trust")
+	run("trust", "--yes")
 	if out, _, code := run("trust", "--forget"); code != 0 || !strings.Contains(out, "Withdrew") {
 		t.Errorf("trust --forget = %d\n%s", code, out)
 	}
