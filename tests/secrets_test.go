@@ -121,22 +121,15 @@ func TestEmbeddingsSecretsAreMasked(t *testing.T) {
 }
 
 // TestRedirectDropsConfiguredHeaders: an HTTP server that answers 307 to another server
-// does not get the configured headers sent there.
+// does not get the configured headers sent there: the redirect is not followed at all
+// (issue 39, attack 2), and status says why.
 func TestRedirectDropsConfiguredHeaders(t *testing.T) {
 	const secret = "x-api-key-0123456789"
 	var mu sync.Mutex
-	var leaked []string
 	reached := 0
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		reached++
-		for k, vs := range r.Header {
-			for _, v := range vs {
-				if strings.Contains(v, secret) {
-					leaked = append(leaked, k)
-				}
-			}
-		}
 		mu.Unlock()
 		http.Error(w, "no", http.StatusNotFound)
 	}))
@@ -144,13 +137,14 @@ func TestRedirectDropsConfiguredHeaders(t *testing.T) {
 	redirector := httptest.NewServer(http.RedirectHandler(other.URL+"/mcp", http.StatusTemporaryRedirect))
 	defer redirector.Close()
 	yaml := fmt.Sprintf("mcpServers:\n  r:\n    url: %q\n    headers: {X-Api-Key: %q, Authorization: \"Bearer %s\"}\n", redirector.URL+"/mcp", secret, secret)
-	runCLI(t, "status", "--wait", "5s", "--config", config(t, yaml))
+	stdout, stderr, _ := runCLI(t, "status", "--wait", "5s", "--config", config(t, yaml))
+	out := stdout + stderr
 	mu.Lock()
 	defer mu.Unlock()
-	if reached == 0 {
-		t.Fatal("the redirect was not followed: nothing to check")
+	if reached != 0 {
+		t.Errorf("the redirect to another server was followed (%d requests)", reached)
 	}
-	if len(leaked) > 0 {
-		t.Errorf("the configured secret followed the redirect to another server in %v", leaked)
+	if !strings.Contains(out, "another origin") {
+		t.Errorf("status does not say the redirect was refused:\n%s", out)
 	}
 }
