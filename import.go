@@ -41,6 +41,12 @@ toolsift does not speak, entries without command or url, a name used twice — i
 on stderr and noted beside the server. toolsift's own entry is left out; disabled servers
 are kept with disabled: true.
 
+A project's servers (a repo's .mcp.json, .cursor/, .vscode/, .gemini/, .codex/,
+opencode.json, .github/) come with disabled: true unless that client's own record
+approves them: Claude Code's approvals, Gemini CLI's trusted folders, Codex's trusted
+projects, Copilot CLI's trusted folders. Cursor, VS Code and opencode keep none toolsift
+can read. Naming the file (toolsift import FILE) approves its servers.
+
 Then switch a client over: toolsift setup CLIENT (see toolsift setup -h).
 `
 

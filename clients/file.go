@@ -57,6 +57,9 @@ type file struct {
 	imp    Import
 	// inputs are VS Code's prompt definitions by id, for messages.
 	inputs map[string]string
+	// consent is the client's record of the project's approval; nil for a user's file.
+	consent *consent
+	named   bool
 }
 
 // parseFile reads a client file.
@@ -70,6 +73,7 @@ func parseFile(path string, data []byte, kind Kind, opts Options) (*file, error)
 	}
 	f := &file{src: Source{Path: path, Kind: kind}, data: data}
 	f.src.Project = projectOf(path, kind, opts.Home)
+	f.consent, f.named = readConsent(f.src, opts), opts.Named
 	f.imp.Sources = []Source{f.src}
 	if guessed {
 		f.warnFile("read as Claude Code's .mcp.json format (its mcpServers could belong to several clients); name the client if it is another one's")
@@ -89,6 +93,8 @@ func parseFile(path string, data []byte, kind Kind, opts Options) (*file, error)
 // finish names an imported server, records the notes on s as warnings, and adds it.
 func (f *file) finish(s *Server, st entryStatus, ref *entryRef) {
 	if st == imported {
+		// Every client's project server passes the one consent rule here.
+		f.consent.apply(s, f.named)
 		s.Name = sanitize(s.Key)
 		if s.Name != s.Key {
 			s.Notes = append(s.Notes, fmt.Sprintf("renamed to %q: toolsift server names use letters, digits, _ and -, at most %d", s.Name, maxName))

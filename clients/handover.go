@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/toolsift/toolsift/internal/atomicfile"
 )
@@ -33,7 +34,8 @@ type Handover struct {
 	undo     bool
 	dir      string // the state folder's for File
 	rec      handoverRecord
-	first    bool // no handover was recorded before: Old is the original
+	first    bool  // no handover was recorded before: Old is the original
+	doc      *jdoc // Old parsed; nil if the file does not exist
 }
 
 // handoverRecord is what the state folder keeps of a handover.
@@ -41,6 +43,8 @@ type handoverRecord struct {
 	File    string   `json:"file"`
 	Existed bool     `json:"existed"`
 	Added   []string `json:"added"` // the names setup added to disabledMcpjsonServers
+	// Created says setup wrote the disabledMcpjsonServers key itself.
+	Created bool `json:"created,omitempty"`
 }
 
 // SettingsFile is Claude Code's settings file for one user in project.
@@ -79,9 +83,90 @@ func PlanHandover(project string, names []string, state string) (*Handover, erro
 	if len(h.Names) == 0 {
 		return h, nil
 	}
-	settings["disabledMcpjsonServers"] = disabled
-	h.New, err = encodeSettings(settings)
+	if _, had := settings["disabledMcpjsonServers"]; !had && h.first {
+		h.rec.Created = true
+	}
+	h.New, err = h.addNames()
 	return h, err
+}
+
+// addNames writes h.Names into disabledMcpjsonServers of the file as it is, changing only
+// that array: the user's comments, numbers, key order and escapes stay byte for byte.
+func (h *Handover) addNames() ([]byte, error) {
+	quoted := make([]string, len(h.Names))
+	for i, n := range h.Names {
+		quoted[i] = jsonString(n)
+	}
+	if h.doc == nil {
+		return []byte("{\n  \"disabledMcpjsonServers\": [" + strings.Join(quoted, ", ") + "]\n}\n"), nil
+	}
+	root := h.doc.root
+	list := root.get("disabledMcpjsonServers")
+	switch {
+	case list == nil:
+		e := newLayout(h.Old).setPath(root, []string{"disabledMcpjsonServers"}, func(string) string {
+			return "[" + strings.Join(quoted, ", ") + "]"
+		})
+		return applyEdits(h.Old, []edit{e}), nil
+	case list.kind != jArray:
+		return nil, fmt.Errorf("%s: disabledMcpjsonServers is %s, not a list of names: fix it, then run setup again", h.File, list.kind)
+	case len(list.elems) == 0:
+		return applyEdits(h.Old, []edit{{list.start, list.end, "[" + strings.Join(quoted, ", ") + "]"}}), nil
+	}
+	last := list.elems[len(list.elems)-1]
+	return applyEdits(h.Old, []edit{{last.end, last.end, ", " + strings.Join(quoted, ", ")}}), nil
+}
+
+// removeNames takes names out of disabledMcpjsonServers of the file as it is, changing
+// only that array, and the key too if setup created it and nothing else is left in it.
+func (h *Handover) removeNames(names []string, created bool) []byte {
+	if h.doc == nil {
+		return nil
+	}
+	root := h.doc.root
+	var member *jmember
+	for i := range root.members {
+		if root.members[i].key == "disabledMcpjsonServers" {
+			member = &root.members[i]
+		}
+	}
+	if member == nil || member.value.kind != jArray {
+		return h.Old
+	}
+	elems := member.value.elems
+	drop := func(e *jnode) bool { return e.kind == jString && slices.Contains(names, e.text) }
+	kept := slices.IndexFunc(elems, func(e *jnode) bool { return !drop(e) })
+	if kept < 0 {
+		if created && len(root.members) == 1 {
+			return nil // setup made the file for this alone
+		}
+		if created {
+			return applyEdits(h.Old, []edit{removeMember(root, member)})
+		}
+		return applyEdits(h.Old, []edit{{member.value.start, member.value.end, "[]"}})
+	}
+	var edits []edit
+	if kept > 0 {
+		edits = append(edits, edit{elems[0].start, elems[kept].start, ""})
+	}
+	for i := kept + 1; i < len(elems); i++ {
+		if drop(elems[i]) {
+			edits = append(edits, edit{elems[i-1].end, elems[i].end, ""})
+		}
+	}
+	return applyEdits(h.Old, edits)
+}
+
+// removeMember is the edit that takes m, and the comma that joins it, out of obj.
+func removeMember(obj *jnode, m *jmember) edit {
+	i := slices.IndexFunc(obj.members, func(o jmember) bool { return o.keyStart == m.keyStart })
+	switch {
+	case i > 0:
+		return edit{obj.members[i-1].value.end, m.value.end, ""}
+	case i+1 < len(obj.members):
+		return edit{m.keyStart, obj.members[i+1].keyStart, ""}
+	}
+	return edit{m.keyStart, m.value.end, ""}
 }
 
 // PlanTakeBack works out the undo of the handovers in project: the settings file as it was,
@@ -99,23 +184,20 @@ func PlanTakeBack(project, state string) (*Handover, error) {
 	if err != nil {
 		return nil, err
 	}
-	settings, err := h.read()
-	if err != nil {
+	if _, err := h.read(); err != nil {
 		return nil, err
 	}
 	h.Names = rec.Added
-	disabled := slices.DeleteFunc(stringList(settings["disabledMcpjsonServers"]), func(n string) bool { return slices.Contains(rec.Added, n) })
 	backup, _ := os.ReadFile(filepath.Join(h.dir, "backup"))
+	written, werr := os.ReadFile(filepath.Join(h.dir, "written"))
 	switch {
-	case !rec.Existed && len(disabled) == 0 && len(settings) == 1:
-		h.New = nil // setup made the file for this alone
-	case rec.Existed && backup != nil && sameSettings(backup, settings, disabled):
+	case werr == nil && bytes.Equal(written, h.Old) && !rec.Existed:
+		h.New = nil // setup made the file, and nothing changed it since
+	case werr == nil && bytes.Equal(written, h.Old) && backup != nil:
 		h.New = backup // nothing else changed: byte for byte
 	default:
-		settings["disabledMcpjsonServers"] = disabled
-		if h.New, err = encodeSettings(settings); err != nil {
-			return nil, err
-		}
+		// The user changed the file since: only setup's names come out.
+		h.New = h.removeNames(rec.Added, rec.Created || !rec.Existed)
 	}
 	return h, nil
 }
@@ -140,6 +222,10 @@ func (h *Handover) Apply() error {
 			return err
 		}
 		if err := atomicfile.Write(filepath.Join(h.dir, "handover.json"), raw, 0o600); err != nil {
+			return err
+		}
+		// What setup wrote: an undo that finds the file so puts the original back whole.
+		if err := atomicfile.Write(filepath.Join(h.dir, "written"), h.New, 0o600); err != nil {
 			return err
 		}
 	}
@@ -193,6 +279,7 @@ func (h *Handover) read() (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: fix it, then run setup again", err)
 	}
+	h.doc = doc
 	settings, ok := doc.root.value().(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("%s is not a JSON object: fix it, then run setup again", h.File)
@@ -212,31 +299,6 @@ func readHandover(dir string) (handoverRecord, error) {
 	return rec, nil
 }
 
-// sameSettings reports whether the backup's settings are settings with disabled as its
-// disabledMcpjsonServers: whether only setup's names changed since.
-func sameSettings(backup []byte, settings map[string]any, disabled []string) bool {
-	doc, err := parseJSONC("", backup)
-	if err != nil {
-		return false
-	}
-	was, ok := doc.root.value().(map[string]any)
-	if !ok {
-		return false
-	}
-	now := map[string]any{}
-	for k, v := range settings {
-		now[k] = v
-	}
-	if _, had := was["disabledMcpjsonServers"]; had || len(disabled) > 0 {
-		now["disabledMcpjsonServers"] = append([]string{}, disabled...) // [] rather than null
-	} else {
-		delete(now, "disabledMcpjsonServers")
-	}
-	a, _ := json.Marshal(was)
-	b, _ := json.Marshal(now)
-	return bytes.Equal(a, b)
-}
-
 func stringList(v any) []string {
 	var out []string
 	if list, ok := v.([]any); ok {
@@ -247,12 +309,4 @@ func stringList(v any) []string {
 		}
 	}
 	return out
-}
-
-func encodeSettings(settings map[string]any) ([]byte, error) {
-	out, err := json.MarshalIndent(settings, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(out, '\n'), nil
 }

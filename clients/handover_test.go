@@ -109,3 +109,65 @@ func TestHandoverRefusesABrokenFile(t *testing.T) {
 		t.Error("no state folder: want an error")
 	}
 }
+
+// TestHandoverEditsInPlace: setup adds its names to the user's list, and the undo after
+// the user edited the file takes out only those, leaving every other byte.
+func TestHandoverEditsInPlace(t *testing.T) {
+	project, state := t.TempDir(), t.TempDir()
+	file := SettingsFile(project)
+	os.MkdirAll(filepath.Dir(file), 0o755)
+	orig := "{\n  /* mine */ \"disabledMcpjsonServers\": [\"a\", // keep\n    \"b\"],\n  \"n\": 1e400\n}\n"
+	os.WriteFile(file, []byte(orig), 0o644)
+	h, err := PlanHandover(project, []string{"x", "a", "y"}, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(orig, `"b"]`, `"b", "x", "y"]`, 1)
+	if got, _ := os.ReadFile(file); string(got) != want {
+		t.Fatalf("handover wrote\n%s\nwant\n%s", got, want)
+	}
+	// The user edits another key: the undo takes out x and y only.
+	os.WriteFile(file, []byte(strings.Replace(want, "1e400", "2", 1)), 0o644)
+	back, err := PlanTakeBack(project, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(file); string(got) != strings.Replace(orig, "1e400", "2", 1) {
+		t.Errorf("undo left\n%s", got)
+	}
+}
+
+// TestHandoverUndoKeepsUserNames: names the user added after setup's stay at undo.
+func TestHandoverUndoKeepsUserNames(t *testing.T) {
+	project, state := t.TempDir(), t.TempDir()
+	file := SettingsFile(project)
+	os.MkdirAll(filepath.Dir(file), 0o755)
+	os.WriteFile(file, []byte(`{"disabledMcpjsonServers": [], "k": 1}`), 0o644)
+	h, err := PlanHandover(project, []string{"x"}, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(file); string(got) != `{"disabledMcpjsonServers": ["x"], "k": 1}` {
+		t.Fatalf("handover wrote %s", got)
+	}
+	os.WriteFile(file, []byte(`{"disabledMcpjsonServers": ["x", "u"], "k": 2}`), 0o644)
+	back, err := PlanTakeBack(project, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(file); string(got) != `{"disabledMcpjsonServers": ["u"], "k": 2}` {
+		t.Errorf("undo left %s", got)
+	}
+}

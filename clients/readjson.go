@@ -63,11 +63,6 @@ func (f *file) readJSON(opts Options) error {
 	if f.src.Kind == Gemini {
 		gem = readGeminiLists(root)
 	}
-	var claude *claudeApprovals
-	if f.src.Kind == ClaudeCode && f.src.Project != "" && filepath.Base(f.src.Path) == ".mcp.json" {
-		a := readClaudeApprovals(opts.Home, f.src.Project)
-		claude = &a
-	}
 	for _, b := range f.blocks {
 		b.node = root.lookup(b.path...)
 		if b.node == nil {
@@ -89,9 +84,6 @@ func (f *file) readJSON(opts Options) error {
 			s, st := f.translate(m.key, b.scope, m.value.value(), opts)
 			if st == imported && f.src.Kind == Gemini {
 				gem.apply(&s)
-			}
-			if st == imported && claude != nil {
-				claude.apply(&s, opts.Named)
 			}
 			ref.status = st
 			f.finish(&s, st, &ref)
