@@ -16,6 +16,7 @@ import (
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/internal/dirs"
 	"github.com/toolsift/toolsift/internal/redact"
+	"github.com/toolsift/toolsift/internal/terminal"
 	"github.com/toolsift/toolsift/internal/trust"
 )
 
@@ -188,9 +189,16 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	// Arguments may carry a secret, such as a database URL's password.
 	red := redact.New(cfg.Secrets()...)
 	for _, s := range cfg.Servers {
+		// Masked before describeServer escapes and quotes: a secret with a quote or a
+		// control character in it would no longer be found once escaped.
+		s.Command, s.URL, s.Cwd = red.String(s.Command), red.String(s.URL), red.String(s.Cwd)
+		s.Args = slices.Clone(s.Args)
+		for i, a := range s.Args {
+			s.Args[i] = red.String(a)
+		}
 		line := describeServer(s)
 		if s.Broken != "" {
-			line = s.Name + ": not started: " + s.Broken
+			line = s.Name + ": not started: " + terminal.Escape(s.Broken)
 		}
 		if s.Project != "" {
 			line += " (this project's)"
