@@ -15,6 +15,7 @@ import (
 	"github.com/toolsift/toolsift/embedding"
 	"github.com/toolsift/toolsift/gate"
 	"github.com/toolsift/toolsift/internal/logbuf"
+	"github.com/toolsift/toolsift/internal/parent"
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/proxy"
 	"github.com/toolsift/toolsift/upstream"
@@ -85,6 +86,11 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if isTerminal(stdin) {
 		fmt.Fprintln(stderr, "toolsift speaks MCP on stdin and stdout, for an MCP client to start; press Ctrl-D to stop. To check your servers, run: toolsift status")
 	}
+	// A client killed while something else holds toolsift's stdin (a launcher killed under
+	// its client) never closes it: toolsift stops with the process that started it instead.
+	// Only on stdio: a server on --listen outlives the shell that started it.
+	ctx, unwatch := parent.Watch(ctx, log)
+	defer unwatch()
 	return srv.ServeStdio(ctx, stdin, stdout)
 }
 

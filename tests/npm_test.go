@@ -35,9 +35,9 @@ var release = sync.OnceValues(func() (string, error) {
 	return dist, nil
 })
 
-// npmRelease installs the release's npm tarballs offline into a fresh prefix, once, as npm
-// install -g would, and returns the installed launcher.
-var npmRelease = sync.OnceValues(func() (string, error) {
+// npmInstall installs the release's npm tarballs offline into a fresh prefix named name, as
+// npm install -g would with flags, and returns the installed `toolsift`.
+func npmInstall(name string, flags ...string) (string, error) {
 	dist, err := release()
 	if err != nil {
 		return "", err
@@ -46,14 +46,24 @@ var npmRelease = sync.OnceValues(func() (string, error) {
 	if len(tarballs) != 2 {
 		return "", fmt.Errorf("dist/npm has %v, want the launcher and this platform's package", tarballs)
 	}
-	prefix := filepath.Join(filepath.Dir(dist), "prefix")
-	install := exec.Command("npm", append([]string{"install", "-g", "--prefix", prefix, "--offline", "--no-audit", "--no-fund"}, tarballs...)...)
+	prefix := filepath.Join(filepath.Dir(dist), name)
+	args := append([]string{"install", "-g", "--prefix", prefix, "--offline", "--no-audit", "--no-fund"}, flags...)
+	install := exec.Command("npm", append(args, tarballs...)...)
 	if out, err := install.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("npm install: %v\n%s", err, out)
 	}
 	return filepath.Join(prefix, "bin", "toolsift"), nil
-})
+}
 
+// npmRelease is a plain npm install: on Unix its postinstall puts the binary itself where
+// the launcher was. npmNodeLauncher is one with --ignore-scripts, which keeps the Node
+// launcher (as Windows does, and other package managers).
+var (
+	npmRelease      = sync.OnceValues(func() (string, error) { return npmInstall("prefix") })
+	npmNodeLauncher = sync.OnceValues(func() (string, error) { return npmInstall("prefix-node", "--ignore-scripts") })
+)
+
+// launcher returns the `toolsift` of a plain npm install.
 func launcher(t testing.TB) string {
 	t.Helper()
 	p, err := npmRelease()
@@ -63,10 +73,42 @@ func launcher(t testing.TB) string {
 	return p
 }
 
+// nodeLauncher returns the `toolsift` of an install that kept the Node launcher.
+func nodeLauncher(t testing.TB) string {
+	t.Helper()
+	p, err := npmNodeLauncher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// isScript reports whether the file at path (through links) starts with #!.
+func isScript(t testing.TB, path string) bool {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.HasPrefix(string(data), "#!")
+}
+
 // TestNPMPackage installs the npm tarballs offline, as a user without Go would, and runs
 // toolsift through the launcher: its version, its exit code, an MCP session, and its end.
 func TestNPMPackage(t *testing.T) {
-	ts := launcher(t)
+	// A plain install runs the binary with no Node in between; --ignore-scripts keeps the
+	// launcher, which must work as well.
+	if isScript(t, launcher(t)) {
+		t.Errorf("npm install linked %s to a script: want this platform's binary in the launcher's place", launcher(t))
+	}
+	if !isScript(t, nodeLauncher(t)) {
+		t.Errorf("npm install --ignore-scripts linked %s to no script: want the Node launcher", nodeLauncher(t))
+	}
+	t.Run("binary", func(t *testing.T) { testNPMPackage(t, launcher(t)) })
+	t.Run("node", func(t *testing.T) { testNPMPackage(t, nodeLauncher(t)) })
+}
+
+func testNPMPackage(t *testing.T, ts string) {
 	out, err := exec.Command(ts, "--version").Output()
 	if err != nil || !regexp.MustCompile(`^toolsift v0\.0\.0-test \(commit [0-9a-f]{12}\)\n$`).Match(out) {
 		t.Errorf("toolsift --version = %q, %v", out, err)
@@ -97,10 +139,11 @@ func TestNPMPackage(t *testing.T) {
 	}
 }
 
-// TestNPMLauncherSignals: SIGTERM or SIGINT to the launcher ends toolsift, and the launcher
-// ends as toolsift did; nothing is left running.
+// TestNPMLauncherSignals: SIGTERM or SIGINT to the Node launcher ends toolsift, and the
+// launcher ends as toolsift did; nothing is left running. (A plain install on Unix has no
+// launcher: the signal goes to toolsift itself.)
 func TestNPMLauncherSignals(t *testing.T) {
-	ts := launcher(t)
+	ts := nodeLauncher(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		cmd := exec.Command(ts, "--config", config(t, "mcpServers: {}\n"))
 		cmd.Env = isolatedEnv(t)
@@ -138,7 +181,7 @@ func TestNPMLauncherSignals(t *testing.T) {
 // BenchmarkLauncher times toolsift --version through the npm launcher and bare: what the
 // launcher adds to a client's start of toolsift.
 func BenchmarkLauncher(b *testing.B) {
-	ts := launcher(b)
+	ts := nodeLauncher(b)
 	bare := filepath.Join(filepath.Dir(ts), "..", "lib", "node_modules", "toolsift-"+runtime.GOOS+"-"+npmArch(), "bin", "toolsift")
 	for _, run := range []struct{ name, path string }{{"bare", bare}, {"launcher", ts}} {
 		b.Run(run.name, func(b *testing.B) {

@@ -3,6 +3,8 @@
 // dependency of this one) with this process's arguments, stdin, stdout and stderr, and ends
 // as it ends: its exit code, or the signal that ended it. SIGINT, SIGTERM and SIGHUP sent
 // to this launcher are passed on, so a client that stops its MCP server stops toolsift.
+// On Linux and macOS npm's install (install.js) puts the binary itself in this file's place;
+// this launcher runs where it cannot (Windows, npm --ignore-scripts, other package managers).
 "use strict";
 
 const { spawn } = require("node:child_process");
@@ -26,6 +28,37 @@ function binary() {
   }
 }
 
+// Node holds arguments as UTF-8 strings: an argument that is not UTF-8 (a file name such as
+// caf\xe9.json) would reach toolsift changed (caf\uFFFD.json), naming another file. Linux
+// shows the bytes, so such an argument is refused rather than changed.
+function checkArgs(args) {
+  let raw;
+  try {
+    raw = require("node:fs").readFileSync("/proc/self/cmdline");
+  } catch {
+    return;
+  }
+  const parts = [];
+  for (let i = 0, j; i < raw.length; i = j + 1) {
+    j = raw.indexOf(0, i);
+    if (j < 0) j = raw.length;
+    parts.push(raw.subarray(i, j));
+  }
+  const utf8 = new TextDecoder("utf-8", { fatal: true });
+  for (const [k, bytes] of parts.slice(parts.length - args.length).entries()) {
+    try {
+      utf8.decode(bytes);
+    } catch {
+      process.stderr.write(
+        `toolsift: argument ${k + 1} (${JSON.stringify(args[k])}) is not UTF-8, and the Node launcher cannot pass it on unchanged;\n` +
+          `reinstall toolsift with npm without --ignore-scripts (so that the binary replaces the launcher), or run the binary directly: ${binary()}\n`,
+      );
+      process.exit(2);
+    }
+  }
+}
+
+if (process.platform === "linux") checkArgs(process.argv.slice(2));
 const child = spawn(binary(), process.argv.slice(2), { stdio: "inherit", windowsHide: true });
 for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   process.on(sig, () => {
