@@ -27,7 +27,12 @@ func waitGone(ctx context.Context, ppid int) bool {
 	}
 	for {
 		ev, err := windows.WaitForSingleObject(h, uint32(pollEvery/time.Millisecond))
-		if err == nil && ev == windows.WAIT_OBJECT_0 {
+		if err != nil {
+			// A wait that fails would fail again at once: end with stdin, as before.
+			<-ctx.Done()
+			return false
+		}
+		if ev == windows.WAIT_OBJECT_0 {
 			return true
 		}
 		select {
