@@ -153,7 +153,7 @@ func authLogout(ctx context.Context, cfg *config.Config, tokens *oauth.Tokens, n
 		}
 	}
 	forgot := 0
-	for key := range keys {
+	for _, key := range slices.Sorted(maps.Keys(keys)) {
 		g := stored[key]
 		had, err := tokens.Logout(ctx, key, oc)
 		if err != nil {

@@ -48,7 +48,7 @@ func readConsent(src Source, opts Options) *consent {
 		c.record = filepath.Join(codexHome(opts.Home), "config.toml")
 		c.trusted = codexTrusts(c.record, project)
 	case src.Kind == Copilot:
-		c.record = filepath.Join(copilotHome(opts.Home), "config.json")
+		c.record = userFile(Copilot, opts.Home, ".copilot/config.json")
 		c.trusted = copilotTrusts(c.record, project)
 	}
 	return c
@@ -164,14 +164,6 @@ func codexTrusts(file, project string) bool {
 		}
 	}
 	return false
-}
-
-// copilotHome is Copilot CLI's folder: $COPILOT_HOME, else ~/.copilot.
-func copilotHome(home string) string {
-	if h := os.Getenv("COPILOT_HOME"); h != "" {
-		return h
-	}
-	return filepath.Join(home, ".copilot")
 }
 
 // copilotTrusts says Copilot CLI trusts project: a trusted folder covers what is below it.

@@ -151,3 +151,17 @@ func TestWebURL(t *testing.T) {
 		}
 	}
 }
+
+// TestMovedErrorHidesKeys: a URL's user info and query, where a key may be written, stay
+// out of the message, which can reach a log or the model.
+func TestMovedErrorHidesKeys(t *testing.T) {
+	err := &MovedError{Server: "s", From: "https://user:pw-123@a.example/mcp?key=k-123", To: "https://b.example/mcp?token=t-123"}
+	for _, secret := range []string{"pw-123", "k-123", "t-123"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("%q in %q", secret, err.Error())
+		}
+	}
+	if !strings.Contains(err.Error(), "https://a.example/mcp") {
+		t.Errorf("the server is not named: %q", err.Error())
+	}
+}

@@ -103,7 +103,18 @@ type MovedError struct {
 }
 
 func (e *MovedError) Error() string {
-	return fmt.Sprintf("the sign-in stored for %q is for %s, not %s: sign in to this one with toolsift auth login %s", e.Server, e.From, e.To, e.Server)
+	return fmt.Sprintf("the sign-in stored for %q is for %s, not %s: sign in to this one with toolsift auth login %s", e.Server, shownURL(e.From), shownURL(e.To), e.Server)
+}
+
+// shownURL is a server URL as messages show it: without user info or query, where a key
+// may be written, since a message can reach a log or the model.
+func shownURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unreadable URL)"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
 }
 
 // Is makes a MovedError an ErrNoGrant: there is no grant for this server.
@@ -373,7 +384,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// A token goes only to the origin it was issued for, whatever led the request
 		// elsewhere (a redirect, an SSE endpoint naming another host).
 		return nil, fmt.Errorf("server %q: not sending its sign-in to %s, another origin than %s's; if the server moved, put its new URL in the configuration and sign in again",
-			t.Source.server, origin(req.URL), t.Source.url)
+			t.Source.server, origin(req.URL), shownURL(t.Source.url))
 	}
 	resp, err := t.send(req, token)
 	if err != nil {
