@@ -42,45 +42,46 @@ func unsure(hits []search.Hit) bool {
 }
 
 // choose asks req.Choose which of the best candidates serve the query, and returns the
-// candidates' names with its choices first, in its order, then the others as they were. It
+// candidates with its choices first, in its order, then the others as they were. It
 // returns nil when it did not ask, or the answer named none: the ranking stands then.
-func (f *Finder) choose(ctx context.Context, req Request, cat *upstream.Catalog, ranked []string) []string {
-	names := slices.Clone(ranked[:min(len(ranked), choiceCandidates)])
+func (f *Finder) choose(ctx context.Context, req Request, cat *upstream.Catalog, ranked []Hit) []Hit {
+	cands := slices.Clone(ranked[:min(len(ranked), choiceCandidates)])
 	// With nothing ranked, a small catalog is offered whole; then only the model's picks are
 	// matches, not the tools it passed over.
-	whole := len(names) == 0
+	whole := len(cands) == 0
 	if whole && len(cat.Tools) <= choiceAllUnder {
 		for _, t := range cat.Tools {
-			names = append(names, t.Exposed)
+			cands = append(cands, Hit{Tool: t})
 		}
 	}
-	if len(names) < 2 {
+	if len(cands) < 2 {
 		return nil // nothing to choose between
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Request: %s\n\nTools:\n", req.Text)
-	for i, n := range names {
-		t, _ := cat.Lookup(n)
-		fmt.Fprintf(&b, "%d. %s: %s\n", i+1, n, search.FirstLine(t.Description, 200))
+	for i, h := range cands {
+		fmt.Fprintf(&b, "%d. %s: %s\n", i+1, h.Tool.Exposed, search.FirstLine(h.Tool.Description, 200))
 	}
 	answer, err := req.Choose(ctx, choicePrompt, b.String(), choiceMaxTokens)
 	if err != nil {
 		return nil
 	}
-	chosen := choices(answer, len(names))
+	chosen := choices(answer, len(cands))
 	if len(chosen) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(names))
+	out := make([]Hit, 0, len(cands))
 	for _, i := range chosen {
-		out = append(out, names[i])
+		h := cands[i]
+		h.Why = ByModel
+		out = append(out, h)
 	}
 	if whole {
 		return out
 	}
-	for _, n := range names {
-		if !slices.Contains(out, n) {
-			out = append(out, n)
+	for i, h := range cands {
+		if !slices.Contains(chosen, i) {
+			out = append(out, h)
 		}
 	}
 	return out

@@ -236,13 +236,44 @@ type Request struct {
 
 // Result is what a Find found.
 type Result struct {
-	// Names are the exposed names found, best first, and Catalog the catalog they are of.
-	Names   []string
+	// Hits are the tools found, best first.
+	Hits []Hit
+	// Catalog is the catalog the hits are of.
 	Catalog *upstream.Catalog
 	// Unknown lists select: names that match no tool.
 	Unknown []string
 	// Pending lists the servers still starting, not searched yet.
 	Pending []string
+}
+
+// Hit is a tool found, with why it was.
+type Hit struct {
+	// Tool is the tool as its server listed it; Tool.Server names the server, Tool.Exposed
+	// the name the client calls.
+	Tool upstream.Tool
+	// Score is the ranking's score, comparable within one Find; 0 for group:.
+	Score float64
+	Why   Why
+}
+
+// Why says how a Hit was found.
+type Why string
+
+const (
+	ByWords   Why = "words"             // ranked by the words of name, description and parameters
+	ByMeaning Why = "words and meaning" // ranked by words fused with embeddings
+	BySelect  Why = "select"            // named by select:
+	ByGroup   Why = "group"             // in the group or server of group:
+	ByModel   Why = "model"             // chosen by the client's model among the best ranked
+)
+
+// Names returns the exposed names of the hits, in order.
+func (r Result) Names() []string {
+	out := make([]string, len(r.Hits))
+	for i, h := range r.Hits {
+		out[i] = h.Tool.Exposed
+	}
+	return out
 }
 
 // Find ranks the tools for a query. A server still on its first connection attempt is
@@ -264,12 +295,14 @@ func (f *Finder) Find(ctx context.Context, req Request) (Result, error) {
 	q := req.Query
 	switch {
 	case q.Group != "":
-		names, err := f.group(idx.cat, q.Group, req.MaxGroup)
-		res.Names = names
+		tools, err := f.group(idx.cat, q.Group, req.MaxGroup)
+		for _, t := range tools {
+			res.Hits = append(res.Hits, Hit{Tool: t, Why: ByGroup})
+		}
 		return res, err
 	case len(q.Select) > 0:
 		hits, unknown := idx.ix.Search(q, req.Limit)
-		res.Names, res.Unknown = names(hits), unknown
+		res.Hits, res.Unknown = hitsOf(idx.cat, hits, BySelect), unknown
 		return res, nil
 	}
 	// Ranked a little deeper than asked where a Chooser may choose, when the words are
@@ -279,26 +312,33 @@ func (f *Finder) Find(ctx context.Context, req Request) (Result, error) {
 		depth = max(depth, choiceCandidates)
 	}
 	hits, _ := f.rank(ctx, idx.ix, q, depth)
-	res.Names = names(hits)
+	why := ByWords
+	if f.opts.Embeddings != nil {
+		why = ByMeaning
+	}
+	res.Hits = hitsOf(idx.cat, hits, why)
 	if req.Choose != nil {
 		words := hits
 		if f.opts.Embeddings != nil {
 			words, _ = idx.ix.Search(q, 2) // fused scores say nothing of how sure the words are
 		}
 		if unsure(words) {
-			if picked := f.choose(ctx, req, idx.cat, res.Names); picked != nil {
-				res.Names = picked
+			if picked := f.choose(ctx, req, idx.cat, res.Hits); picked != nil {
+				res.Hits = picked
 			}
 		}
 	}
-	res.Names = res.Names[:min(len(res.Names), req.Limit)]
+	res.Hits = res.Hits[:min(len(res.Hits), req.Limit)]
 	return res, nil
 }
 
-func names(hits []search.Hit) []string {
-	out := make([]string, len(hits))
-	for i, h := range hits {
-		out[i] = h.Name
+// hitsOf gives the ranking's hits their tools from cat, the catalog the index was built of.
+func hitsOf(cat *upstream.Catalog, hits []search.Hit, why Why) []Hit {
+	out := make([]Hit, 0, len(hits))
+	for _, h := range hits {
+		if t, ok := cat.Lookup(h.Name); ok {
+			out = append(out, Hit{Tool: t, Score: h.Score, Why: why})
+		}
 	}
 	return out
 }
@@ -322,12 +362,11 @@ func (f *Finder) hybridOf(ix *search.Index) *embedding.Hybrid {
 	return f.hybrid
 }
 
-// group returns the exposed names of every tool of the configured group name, or else of
-// the server name, in catalog order. max, if above 0, bounds those that are not
-// always-load.
-func (f *Finder) group(cat *upstream.Catalog, name string, max int) ([]string, error) {
+// group returns every tool of the configured group name, or else of the server name, in
+// catalog order. max, if above 0, bounds those that are not always-load.
+func (f *Finder) group(cat *upstream.Catalog, name string, max int) ([]upstream.Tool, error) {
 	patterns, configured := f.opts.Groups[name]
-	var names []string
+	var tools []upstream.Tool
 	hidden := 0 // tools the group would unlock: always-load ones are listed anyway
 	for _, t := range cat.Tools {
 		in := !configured && strings.EqualFold(t.Server, name)
@@ -338,14 +377,14 @@ func (f *Finder) group(cat *upstream.Catalog, name string, max int) ([]string, e
 			}
 		}
 		if in {
-			names = append(names, t.Exposed)
+			tools = append(tools, t)
 			if !t.AlwaysLoad {
 				hidden++
 			}
 		}
 	}
 	statuses := f.src.Statuses()
-	if !configured && len(names) == 0 && !slices.ContainsFunc(statuses, func(st upstream.Status) bool { return strings.EqualFold(st.Name, name) }) {
+	if !configured && len(tools) == 0 && !slices.ContainsFunc(statuses, func(st upstream.Status) bool { return strings.EqualFold(st.Name, name) }) {
 		var known []string
 		for g := range f.opts.Groups {
 			known = append(known, g)
@@ -359,7 +398,7 @@ func (f *Finder) group(cat *upstream.Catalog, name string, max int) ([]string, e
 	if max > 0 && hidden > max {
 		return nil, fmt.Errorf("group:%s has %d tools to unlock, more than a session keeps unlocked (%d, maxUnlocked in toolsift's config); search within it with keywords, or server:%s and keywords", name, hidden, max, name)
 	}
-	return names, nil
+	return tools, nil
 }
 
 // Index builds the search index of a catalog.
@@ -382,17 +421,30 @@ func Doc(t upstream.Tool) search.Doc {
 	}
 }
 
-// Ranker returns what Find ranks keyword queries with, over the newest index: by words, or
-// by words and meaning. The search and eval commands rank with it, to show scores.
-func (f *Finder) Ranker(ctx context.Context) search.Ranker {
-	idx := f.index(ctx)
-	if idx == nil {
-		return search.NewIndex(nil)
+// Ranker returns Find as a search.Ranker, for the evaluation: a query ranks exactly as
+// tool_search ranks it for a client that cannot sample.
+func (f *Finder) Ranker(ctx context.Context) search.Ranker { return ranker{ctx: ctx, f: f} }
+
+type ranker struct {
+	ctx context.Context
+	f   *Finder
+}
+
+func (r ranker) Search(q search.Query, limit int) ([]search.Hit, []string) {
+	res, _ := r.f.Find(r.ctx, Request{Query: q, Limit: limit})
+	hits := make([]search.Hit, len(res.Hits))
+	for i, h := range res.Hits {
+		hits[i] = search.Hit{Name: h.Tool.Exposed, Score: h.Score}
 	}
-	if f.opts.Embeddings != nil {
-		return f.hybridOf(idx.ix)
+	return hits, res.Unknown
+}
+
+func (r ranker) Doc(name string) (search.Doc, bool) {
+	t, ok := r.f.src.Catalog().Lookup(name)
+	if !ok {
+		return search.Doc{}, false
 	}
-	return idx.ix
+	return Doc(t), true
 }
 
 // Static is a Source of one catalog, whose servers have all started: tools read from files.

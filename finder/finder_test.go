@@ -61,8 +61,8 @@ func TestFindUsesTheBuiltIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		if res.Catalog == changed {
-			if !slices.Equal(res.Names, []string{"new__frobnicate"}) {
-				t.Errorf("the new index finds %v", res.Names)
+			if !slices.Equal(res.Names(), []string{"new__frobnicate"}) {
+				t.Errorf("the new index finds %v", res.Names())
 			}
 			break
 		}
@@ -85,7 +85,7 @@ func TestGroup(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := f.Find(context.Background(), Request{Query: q, Limit: 5, MaxGroup: max})
-		return res.Names, err
+		return res.Names(), err
 	}
 	for _, tt := range []struct {
 		name string
@@ -125,7 +125,7 @@ func TestChoose(t *testing.T) {
 	words := func(query string) []string {
 		q, _ := search.ParseQuery(query)
 		res, _ := f.Find(context.Background(), Request{Query: q, Limit: 2})
-		return res.Names
+		return res.Names()
 	}
 	for _, tt := range []struct {
 		query, answer string
@@ -155,8 +155,8 @@ func TestChoose(t *testing.T) {
 		if tt.reversed {
 			want = []string{want[1], want[0]}
 		}
-		if err != nil || asked != tt.asked || !slices.Equal(res.Names, want) {
-			t.Errorf("%q answered %q: asked %v, names %v; want %v, %v", tt.query, tt.answer, asked, res.Names, tt.asked, want)
+		if err != nil || asked != tt.asked || !slices.Equal(res.Names(), want) {
+			t.Errorf("%q answered %q: asked %v, names %v; want %v, %v", tt.query, tt.answer, asked, res.Names(), tt.asked, want)
 		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -25,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolsift/toolsift/internal/jsonrpc"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -36,6 +36,12 @@ type Proxy interface {
 	Statuses() []upstream.Status
 	// SessionBusy reports whether the session has its MaxCalls of calls in flight.
 	SessionBusy(id string) bool
+	// OnSessionOpen registers f to be called with the ID of each session as it opens, in the
+	// context of the request that opened it.
+	OnSessionOpen(f func(ctx context.Context, id string))
+	// OnInitialized registers f to be called, in the context of the request, for each
+	// initialize that succeeded.
+	OnInitialized(f func(ctx context.Context))
 	// OnSessionEnd registers f to be called with the ID of each session that ends.
 	OnSessionEnd(f func(id string))
 	// Refused returns why the proxy refuses a method before any session sees it, or "".
@@ -159,6 +165,16 @@ func Handler(p Proxy, opts Options) (http.Handler, func(context.Context) error) 
 	// A session ended by DELETE or by mcp-go's idle sweeper is unregistered, and the proxy
 	// tells of it: its place is freed.
 	p.OnSessionEnd(owners.forget)
+	p.OnSessionOpen(func(ctx context.Context, id string) {
+		if c := claimOf(ctx); c != nil {
+			c.bind(id)
+		}
+	})
+	p.OnInitialized(func(ctx context.Context) {
+		if c := claimOf(ctx); c != nil {
+			c.earn()
+		}
+	})
 	streamable := server.NewStreamableHTTPServer(p.MCP(),
 		server.WithStateful(true),
 		server.WithSessionIdleTTL(opts.SessionIdleTimeout),
@@ -310,12 +326,9 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A body of unstated length is cut off at the limit instead.
 	r.Body = http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes)
-	var method string // of a request; "" for a notification or an answer
-	var reqID json.RawMessage
-	var body []byte
+	var msg jsonrpc.Message // a POST's envelope, decoded once
 	if r.Method == http.MethodPost {
-		var err error
-		body, err = io.ReadAll(r.Body)
+		body, err := io.ReadAll(r.Body)
 		var tooLarge *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooLarge):
@@ -325,36 +338,30 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			refuse(w, "Request body not received within the read timeout", http.StatusRequestTimeout)
 			return
 		}
-		reqID, method, _ = request(body)
+		msg = jsonrpc.Parse(body)
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	}
 	_ = rc.SetReadDeadline(time.Time{})
-	// A request that opens a session takes a place among the sessions first.
+	var method string // of a request; "" for a notification or an answer
+	if msg.IsRequest() {
+		method = msg.Method
+	}
+	// A request that opens a session takes a place among the sessions first; the proxy
+	// tells the claim the session's ID (OnSessionOpen) and whether its initialize succeeded.
 	if opens := id == "" && (r.Method == http.MethodGet && r.URL.Path == "/sse" || method == string(mcp.MethodInitialize)); opens {
 		if !g.owners.reserve(cred) {
 			w.Header().Set("Retry-After", "60")
 			refuse(w, "Service Unavailable: too many open sessions (maxSessions, maxSessionsPerToken); end one with DELETE, or retry later", http.StatusServiceUnavailable)
 			return
 		}
-		c := &claimer{passWriter: passWriter{w}, cred: cred, owners: g.owners, answered: r.Method == http.MethodPost, end: g.endSession}
-		defer c.settle()
-		w = c
+		c := &claim{cred: cred, owners: g.owners, answered: r.Method == http.MethodPost}
+		r = r.WithContext(context.WithValue(r.Context(), claimKey{}, c))
+		defer g.settle(c)
 	}
-	if r.Method == http.MethodGet && r.URL.Path == "/sse" {
-		// Over legacy SSE, answers come on this stream, not on the POST that asked.
-		w = idWriter{passWriter{w}}
-	}
-	if r.Method == http.MethodPost {
-		if wrapped := wrapBigID(body); len(wrapped) != len(body) {
-			body = wrapped
-			w = idWriter{passWriter{w}}
-		}
-		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		if why := g.p.Refused(method); why != "" && r.URL.Path == "/mcp" {
-			msg, _ := json.Marshal(why)
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", reqID, mcp.METHOD_NOT_FOUND, msg)
-			return
-		}
+	if why := g.p.Refused(method); why != "" && r.URL.Path == "/mcp" {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(mcp.NewJSONRPCError(msg.ID, mcp.METHOD_NOT_FOUND, why, nil))
+		return
 	}
 	// Only requests count: a cancellation must get through to the calls it cancels.
 	if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" && method != "" {
@@ -452,6 +459,20 @@ func IsLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// settle gives the place a claim reserved back if no session took it, and ends a session
+// that an initialize did not earn. It runs once the request is served: for an SSE stream,
+// once the stream has ended.
+func (g *gate) settle(c *claim) {
+	id, bound, earned := c.state()
+	switch {
+	case !bound:
+		g.owners.release(c.cred)
+	case c.answered && !earned:
+		g.owners.forget(id)
+		g.endSession(id)
+	}
+}
+
 // endSession ends a session the way its client would, with a DELETE: for one that mcp-go
 // opened for an initialize it refused.
 func (g *gate) endSession(id string) {
@@ -479,17 +500,4 @@ func (g *gate) leave(id string) {
 	if g.inFlight[id]--; g.inFlight[id] <= 0 {
 		delete(g.inFlight, id)
 	}
-}
-
-// request returns a client's request's id and method, if the message is a request (a
-// notification or an answer to toolsift is not).
-func request(msg []byte) (id json.RawMessage, method string, ok bool) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	if json.Unmarshal(msg, &m) != nil || len(m.ID) == 0 || m.Method == "" {
-		return nil, "", false
-	}
-	return m.ID, m.Method, true
 }

@@ -1,13 +1,10 @@
 package gate
 
 import (
-	"bytes"
+	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"net/http"
 	"sync"
-
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // owners binds each HTTP session to the credential that opened it, and keeps the number of
@@ -84,108 +81,48 @@ func (o *owners) forget(id string) {
 	}
 }
 
-// passWriter passes a response through: the writers that watch or mend one embed it. SSE
-// streams must reach the client as they are written, so it flushes.
-type passWriter struct{ http.ResponseWriter }
-
-func (w passWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap gives http.ResponseController the underlying writer.
-func (w passWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// idWriter gives the client back the big id of its request (see wrapBigID), in a JSON
-// answer or an SSE stream.
-type idWriter struct{ passWriter }
-
-func (w idWriter) Write(p []byte) (int, error) {
-	if _, err := w.passWriter.Write(unwrapBigID(p)); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// claimer watches the response to a request that opens a session for the session's ID: the
-// Mcp-Session-Id header of streamable HTTP, or the endpoint event of the legacy SSE stream
-// ("data: /message?sessionId=ID"). It binds the ID to the place the gate reserved for it.
-// mcp-go issues an ID with the answer to every initialize, an error too, and keeps that
-// session until it idles out: so for an initialize (answered) the place is kept, and the
-// session with it, only if the answer is a result.
-type claimer struct {
-	passWriter
+// claim is a request's claim to the place the gate reserved for the session it opens.
+// mcp-go issues a session ID with the answer to every initialize, an error too, and keeps
+// that session until it idles out: so for an initialize (answered) the place is kept, and
+// the session with it, only if the initialize succeeded. It travels in the request's
+// context to the proxy's session hooks, which tell it what happened (see Handler).
+type claim struct {
 	cred     [32]byte
 	owners   *owners
-	answered bool            // the session must be earned by a successful answer
-	end      func(id string) // ends a session that was not earned
-	id       string          // the ID seen, if any
-	done     bool            // an ID was seen
-	bound    bool            // and took the reserved place
-	result   bool            // the answer was a result
-	checked  bool            // the answer was read
+	answered bool // the session must be earned by a successful initialize
+
+	mu     sync.Mutex // guards the fields below
+	id     string     // the session's ID, once opened
+	bound  bool       // the session took the reserved place
+	earned bool       // its initialize succeeded
 }
 
-func (c *claimer) WriteHeader(code int) {
-	c.fromHeader()
-	c.ResponseWriter.WriteHeader(code)
+type claimKey struct{}
+
+func claimOf(ctx context.Context) *claim {
+	c, _ := ctx.Value(claimKey{}).(*claim)
+	return c
 }
 
-func (c *claimer) Write(p []byte) (int, error) {
-	c.fromHeader()
-	if !c.done {
-		if _, rest, ok := bytes.Cut(p, []byte("sessionId=")); ok {
-			end := bytes.IndexFunc(rest, func(r rune) bool { return !isSessionIDRune(r) })
-			if end < 0 {
-				end = len(rest)
-			}
-			c.claim(string(rest[:end]))
-		}
+func (c *claim) bind(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.id != "" {
+		return
 	}
-	if c.answered && !c.checked {
-		c.checked = true
-		c.result = isResult(p)
-	}
-	return c.ResponseWriter.Write(p)
+	c.id, c.bound = id, c.owners.bind(id, c.cred)
 }
 
-func (c *claimer) fromHeader() {
-	if id := c.Header().Get(server.HeaderKeySessionID); id != "" && !c.done {
-		c.claim(id)
-	}
+func (c *claim) earn() {
+	c.mu.Lock()
+	c.earned = true
+	c.mu.Unlock()
 }
 
-func (c *claimer) claim(id string) {
-	c.done, c.id = true, id
-	c.bound = c.owners.bind(id, c.cred)
-}
-
-// settle gives the reserved place back if no session took it, and ends a session that an
-// initialize did not earn. It runs once the request is served: for an SSE stream, once
-// the stream has ended.
-func (c *claimer) settle() {
-	switch {
-	case !c.bound:
-		c.owners.release(c.cred)
-	case c.answered && !c.result:
-		c.owners.forget(c.id)
-		c.end(c.id)
-	}
-}
-
-// isResult reports whether an answer, as JSON or as the data of an SSE event, is a
-// JSON-RPC result rather than an error.
-func isResult(p []byte) bool {
-	if i := bytes.IndexByte(p, '{'); i >= 0 {
-		p = p[i:]
-	}
-	var m struct {
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	err := json.NewDecoder(bytes.NewReader(p)).Decode(&m)
-	return err == nil && len(m.Result) > 0 && len(m.Error) == 0
+func (c *claim) state() (id string, bound, earned bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.id, c.bound, c.earned
 }
 
 // discard is a response nobody reads: the gate's own requests to mcp-go.
@@ -199,7 +136,3 @@ func (d *discard) Header() http.Header {
 }
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
-
-func isSessionIDRune(r rune) bool {
-	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
-}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -78,7 +79,7 @@ func (s *Server) announceChanges() {
 			sess.mu.Unlock()
 		}
 		if notify && sess.id != "" {
-			if err := s.mcp.SendNotificationToSpecificClient(sess.id, string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
+			if err := sess.conn.Notify(context.Background(), string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
 				s.log.Debug("list_changed not sent", "session", sess.id, "reason", "catalog", "error", err)
 			} else {
 				s.log.Debug("list_changed sent", "session", sess.id, "reason", "catalog")

@@ -36,7 +36,7 @@ func (s *Server) Log(caller context.Context, params json.RawMessage) {
 	}
 	n.Method = string(mcp.MethodNotificationMessage)
 	if s.mcp.SendLogMessageToClient(caller, n) == nil {
-		countForward(caller)
+		s.sessionFrom(caller).forwarded.Add(1)
 	}
 }
 
@@ -51,18 +51,18 @@ func (s *Server) ResourceUpdated(params json.RawMessage) {
 	}
 	uri, _ := p["uri"].(string)
 	s.sessionsMu.Lock() // before each session.mu (see session)
-	var ids []string
-	for id, sess := range s.sessions {
+	var subscribed []*session
+	for _, sess := range s.sessions {
 		sess.mu.Lock()
 		if sess.subs[uri] {
-			ids = append(ids, id)
+			subscribed = append(subscribed, sess)
 		}
 		sess.mu.Unlock()
 	}
 	s.sessionsMu.Unlock()
-	for _, id := range ids {
-		if err := s.mcp.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated), p); err != nil {
-			s.log.Debug("resource update not delivered", "session", id, "uri", uri, "error", err)
+	for _, sess := range subscribed {
+		if err := sess.conn.Notify(context.Background(), string(mcp.MethodNotificationResourceUpdated), p); err != nil {
+			s.log.Debug("resource update not delivered", "session", sess.id, "uri", uri, "error", err)
 		}
 	}
 }

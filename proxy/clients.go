@@ -26,33 +26,23 @@ type habit struct {
 
 // habits maps the clientInfo.name a client gives in initialize to its habit. Clients not
 // named here hold until they re-list, and stop holding once they have let a hold run out;
-// named ones keep their habit through a slow moment.
-//
-// What each gives its model of a result with both text and structuredContent, as read in
-// the pinned clients (tests/package.json) and, for Codex and opencode, seen by the scripted
-// model of their end-to-end tests with the two copies made to differ: one copy, never both.
+// named ones keep their habit through a slow moment. Each rests on what the real client did
+// in its end-to-end test (docs/clients.md, "What each client does with a search"); every
+// one of these gives its model one copy of a result that carries two.
 var habits = map[string]habit{
-	// Claude Code 2.1: re-lists at once; the hold (6–22 ms) puts the unlocked tool in the next
-	// model request. Its transformMCPResult gives the model structuredContent, serialized,
-	// in place of the text blocks when there is any, else the text.
+	// Claude Code re-lists at once; the hold puts the unlocked tool in the next model request.
 	"claude-code": {textOnly: true},
-	// Codex CLI 0.171: never re-lists by default; with mcp_tool_list_changed on, only after
-	// the result. Its model got the structuredContent alone ("Output:" and the JSON), or,
-	// without it, the text alone as an input_text item.
+	// Codex never re-lists by default, and with mcp_tool_list_changed on only after the
+	// result: a hold would only delay it.
 	"codex-mcp-client": {noHold: true, textOnly: true},
-	// Gemini CLI 0.61: re-lists at once, then registers the tools and rebuilds its model
-	// context in the background; the unlocked tool reached the next model request 1 time in
-	// 10 with no settle, 7 in 7 with 50 ms, and missed once in 3 with 100 ms on a loaded
-	// machine. A model turn takes seconds: 300 ms is cheap insurance. Its model gets the
-	// content blocks only (transformMcpContentToParts).
+	// Gemini CLI re-lists at once but applies the list in the background, after it may
+	// already have built the next model request: the hold lasts a little longer.
 	"gemini-cli-mcp-client": {settle: 300 * time.Millisecond, textOnly: true},
-	// opencode 1.18: re-lists 10–74 ms after list_changed, but early in a session it can read
-	// nothing from its servers for 2.5–3.5 s; while it does not read, it does not read the
-	// result either, so a longer hold costs nothing. Its model got the text alone.
+	// opencode can go seconds without reading early in a session, the result included, so a
+	// longer hold costs nothing.
 	"opencode": {wait: 5 * time.Second, textOnly: true},
-	// Copilot CLI 1.0.102: re-lists once it reads the result, if list_changed came before
-	// (with a hold, it re-listed only after the hold ran out, 1.5 s later), and the
-	// unlocked tool is in its next model request. Its model got the text alone.
+	// Copilot CLI re-lists once it reads the result, if list_changed came before: a hold only
+	// delays that.
 	"copilot-cli": {noHold: true, textOnly: true},
 }
 
@@ -70,6 +60,7 @@ func (s *Server) afterInitialize(ctx context.Context, _ any, req *mcp.Initialize
 	sess.mu.Unlock()
 	s.log.Info("client connected", "session", sess.id, "client", name, "client_version", req.Params.ClientInfo.Version,
 		"protocol", req.Params.ProtocolVersion, "holds", !h.noHold)
+	s.watchers.tell(ctx, initialized, sess.id)
 }
 
 // structuredSince is the first protocol revision with structuredContent.
@@ -82,8 +73,8 @@ const structuredSince = "2025-06-18"
 // 2025-11-25, "Structured Content"), and the text is what every client reads: the spec asks
 // a tool that returns structured content to return it serialized in a TextContent block
 // too, for backwards compatibility. A client that shows its model the whole result pays
-// for both copies: at 5 matches a result comes to about 2,170 tokens, its text alone to
-// 1,046. So the text goes alone to the clients known to give their model one copy anyway
+// for both copies, about twice the tokens of the text alone (docs/clients.md). So the text
+// goes alone to the clients known to give their model one copy anyway
 // (see habits), and to a client whose protocol revision predates structuredContent. Any
 // other client gets both, as the spec recommends: toolsift cannot tell whether it reads
 // structuredContent alone (a program rather than a model may), and a missing field would

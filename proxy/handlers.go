@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -94,15 +93,14 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if err != nil {
 		return errorResult("tool_search: %v", err), nil
 	}
-	names, unknown, pending, cat := found.Names, found.Unknown, found.Pending, found.Catalog
+	unknown, pending, cat := found.Unknown, found.Pending, found.Catalog
 	v := s.views.of(cat)
 	listsAll := s.fitsAll(v)
 	res := SearchResult{Query: *args.Query, Matches: []Match{}, Unlocked: []string{}, Unknown: unknown}
-	var matched []*form
-	for _, name := range names {
-		if f, ok := v.form(name); ok {
-			matched = append(matched, f)
-		}
+	matched := make([]*form, len(found.Hits))
+	tools := make([]upstream.Tool, len(found.Hits))
+	for i, h := range found.Hits {
+		matched[i], tools[i] = v.formOf(h.Tool), h.Tool
 	}
 	for _, st := range s.ups.Statuses() {
 		// A server starting with its tools known (cached) is searched, and a call waits for
@@ -117,7 +115,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	hold := holdNone
 	if !stable(ctx) && !listsAll {
-		added, dropped := s.unlock(sess, cat, names, s.opts.MaxUnlocked)
+		added, dropped := s.unlock(sess, cat, tools, s.opts.MaxUnlocked)
 		res.Unlocked, res.Dropped = append(res.Unlocked, added...), dropped
 		if len(added) > 0 || len(dropped) > 0 {
 			// Hold the result until the session has re-listed (see session).
@@ -129,13 +127,13 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		res.Hint += hintListed
 	}
 	res.Hint += hintRetry
-	if len(names) == 0 {
+	if len(found.Hits) == 0 {
 		res.Hint = "No tool matched. " + res.Hint
 	}
 	if len(pending) > 0 {
 		res.Hint = fmt.Sprintf("Servers still starting, not searched yet: %s. Search again in a few seconds. ", strings.Join(pending, ", ")) + res.Hint
 	}
-	s.log.Info("tool search", "session", sess.id, "query", *args.Query, "results", names,
+	s.log.Info("tool search", "session", sess.id, "query", *args.Query, "results", found.Names(),
 		"unlocked", len(res.Unlocked), "dropped", len(res.Dropped), "pending", pending, "hold", hold,
 		"duration_ms", time.Since(start).Milliseconds())
 	return searchResult(sess, res, matched), nil
@@ -186,13 +184,13 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	}
 	sess := s.sessionFrom(ctx)
 	if !ok {
-		return s.unknownTool(sess, args.Name, pending), nil
+		return s.unknownTool(ctx, sess, args.Name, pending), nil
 	}
 	// Announce before calling upstream, and flush before returning: a notification sent as
 	// a call's handler ends can be lost over streamable HTTP.
 	var announced bool
 	if !stable(ctx) && !s.fitsAll(s.views.of(cat)) {
-		added, dropped := s.unlock(sess, cat, []string{t.Exposed}, s.opts.MaxUnlocked)
+		added, dropped := s.unlock(sess, cat, []upstream.Tool{t}, s.opts.MaxUnlocked)
 		announced = len(added) > 0 || len(dropped) > 0
 	}
 	if announced {
@@ -202,19 +200,17 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
 	}
-	ctx, forwarded := withForwardCount(ctx)
-	if announced {
-		forwarded.Add(1)
-	}
+	forwarded := sess.forwarded.Load()
 	progress := func(params json.RawMessage) {
 		var m map[string]any
 		if json.Unmarshal(params, &m) != nil {
 			return
 		}
-		forwarded.Add(1)
 		// Through the calling request's session, so that progress reaches the caller on
 		// every transport.
-		_ = sess.conn.Notify(ctx, string(mcp.MethodNotificationProgress), m)
+		if sess.conn.Notify(ctx, string(mcp.MethodNotificationProgress), m) == nil {
+			sess.forwarded.Add(1)
+		}
 	}
 	if !sess.enterCall(s.opts.MaxCalls) {
 		s.log.Warn("tool call refused", "session", sess.id, "tool", t.Exposed, "upstream", t.Server, "max_calls", s.opts.MaxCalls)
@@ -223,9 +219,10 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	defer sess.leaveCall()
 	start := time.Now()
 	raw, err := s.ups.Call(ctx, t.Exposed, args.Arguments, token, progress)
-	if forwarded.Load() > 0 {
+	if announced || sess.forwarded.Load() != forwarded {
 		// A notification sent as a call's handler ends can be lost over streamable HTTP,
-		// and must precede the result over stdio.
+		// and must precede the result over stdio. (Another call of the session may have
+		// forwarded one: a flush too many only waits a little.)
 		sess.conn.Flush(ctx)
 	}
 	log := s.log.With("session", sess.id, "tool", t.Exposed, "upstream", t.Server, "duration_ms", time.Since(start).Milliseconds())
@@ -246,7 +243,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 }
 
 // unknownTool explains why a name is not callable.
-func (s *Server) unknownTool(sess *session, name string, pending []string) *mcp.CallToolResult {
+func (s *Server) unknownTool(ctx context.Context, sess *session, name string, pending []string) *mcp.CallToolResult {
 	if srv, denied := s.ups.Denied(name); denied {
 		return errorResult("tool %q of server %q is denied by toolsift's configuration (allow/deny lists).", name, srv)
 	}
@@ -257,10 +254,28 @@ func (s *Server) unknownTool(sess *session, name string, pending []string) *mcp.
 		return errorResult("tool %q is gone: its server no longer offers it (its tool list changed since you found it). Use tool_search to find what it offers now.", name)
 	}
 	msg := fmt.Sprintf("unknown tool %q: no connected server offers it. Use tool_search to find the right name.", name)
+	if near := s.nearest(ctx, name); len(near) > 0 {
+		msg += fmt.Sprintf(" Closest: %s.", strings.Join(near, ", "))
+	}
 	if len(pending) > 0 {
 		msg += fmt.Sprintf(" Servers still starting: %s.", strings.Join(pending, ", "))
 	}
 	return errorResult("%s", msg)
+}
+
+// nearest returns the few tools a tool_search for the words of name would find: what a
+// mistyped or half-remembered name most likely meant.
+func (s *Server) nearest(ctx context.Context, name string) []string {
+	words := strings.Join(strings.FieldsFunc(name, func(r rune) bool { return r == '_' || r == '-' || r == '.' || r == '/' }), " ")
+	q, err := search.ParseQuery(words)
+	if err != nil || len(q.Select) > 0 || q.Group != "" {
+		return nil
+	}
+	found, err := s.finder.Find(ctx, finder.Request{Query: q, Text: name, Limit: 3})
+	if err != nil {
+		return nil
+	}
+	return found.Names()
 }
 
 func rawArgs(req mcp.CallToolRequest) json.RawMessage {
@@ -279,21 +294,6 @@ func schemaOrEmpty(s json.RawMessage) json.RawMessage {
 		return json.RawMessage(`{"type":"object"}`)
 	}
 	return s
-}
-
-type forwardCountKey struct{}
-
-// withForwardCount gives a call a counter of the notifications forwarded to its caller.
-func withForwardCount(ctx context.Context) (context.Context, *atomic.Int32) {
-	n := new(atomic.Int32)
-	return context.WithValue(ctx, forwardCountKey{}, n), n
-}
-
-// countForward notes a notification forwarded to the caller of ctx.
-func countForward(ctx context.Context) {
-	if n, ok := ctx.Value(forwardCountKey{}).(*atomic.Int32); ok {
-		n.Add(1)
-	}
 }
 
 // encodeJSON encodes v as a result's text: <, > and & as they are, which encoding/json

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -16,9 +17,7 @@ import (
 func (s *Server) asksModel(sess *session) bool {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	// Over stdio only: mcp-go queues a streamable HTTP session's sampling request for a GET
-	// stream the client may never open, and the search would wait out SamplingTimeout.
-	return s.opts.Sampling && sess.samples && sess.watched
+	return s.opts.Sampling && sess.samples
 }
 
 // chooser asks the session's client's model, through MCP sampling, to choose among a
@@ -38,8 +37,11 @@ func (s *Server) chooser(sess *session) finder.Chooser {
 		ctx, cancel := context.WithTimeout(ctx, s.opts.SamplingTimeout)
 		defer cancel()
 		start := time.Now()
-		res, err := s.mcp.RequestSampling(ctx, req)
+		res, err := sess.conn.Sample(ctx, req)
 		log := s.log.With("session", sess.id, "duration_ms", time.Since(start).Milliseconds())
+		if errors.Is(err, errors.ErrUnsupported) {
+			return "", err // the transport cannot ask: the words stand
+		}
 		if err != nil {
 			log.Warn("search sampling failed; the words stand", "error", err)
 			return "", err

@@ -99,9 +99,9 @@ type Server struct {
 
 	sessionsMu sync.Mutex // guards sessions (the map, not the sessions); taken before session.mu
 	sessions   map[string]*session
-	endHooksMu sync.Mutex // guards endHooks
-	// endHooks are told of each session that ends (see OnSessionEnd).
-	endHooks []func(id string)
+	// watchers are told of sessions opening, initialized and ending (OnSessionOpen,
+	// OnInitialized, OnSessionEnd): the HTTP service's accounting.
+	watchers watchers
 
 	// views holds the view of the latest catalog, and meta the forms of the meta-tools; each
 	// has its own mutex, if any.
@@ -162,7 +162,10 @@ func New(ups Upstreams, opts Options) *Server {
 	s := &Server{opts: opts, log: opts.Logger, ups: redacting{ups, opts.Redactor}, sessions: map[string]*session{}, subscribers: map[string]int{}}
 	s.shown, s.shownDirectory = s.view(), searchToolDef(ups.Statuses()).Description
 	hooks := &server.Hooks{}
-	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.session(cs.SessionID()) })
+	hooks.AddOnRegisterSession(func(ctx context.Context, cs server.ClientSession) {
+		s.session(cs.SessionID())
+		s.watchers.tell(ctx, opened, cs.SessionID())
+	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.endSession(cs.SessionID()) })
 	hooks.AddAfterInitialize(s.afterInitialize)
 	hooks.AddAfterListTools(s.afterListTools)
@@ -279,12 +282,48 @@ func (s *Server) Close() error {
 // Statuses reports the upstream servers, their errors masked (see Options.Redactor).
 func (s *Server) Statuses() []upstream.Status { return s.ups.Statuses() }
 
+// watchers holds the functions told of sessions' lives, by event.
+type watchers struct {
+	mu  sync.Mutex // guards fns
+	fns [3][]func(ctx context.Context, id string)
+}
+
+// The events of a session's life.
+const (
+	opened = iota
+	initialized
+	ended
+)
+
+func (w *watchers) add(event int, f func(ctx context.Context, id string)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.fns[event] = append(w.fns[event], f)
+}
+
+func (w *watchers) tell(ctx context.Context, event int, id string) {
+	w.mu.Lock()
+	fns := w.fns[event]
+	w.mu.Unlock()
+	for _, f := range fns {
+		f(ctx, id)
+	}
+}
+
+// OnSessionOpen registers f to be called with the ID of each session as mcp-go registers
+// it, in the context of the request that opened it.
+func (s *Server) OnSessionOpen(f func(ctx context.Context, id string)) { s.watchers.add(opened, f) }
+
+// OnInitialized registers f to be called, in the request's context, for each initialize
+// that succeeded.
+func (s *Server) OnInitialized(f func(ctx context.Context)) {
+	s.watchers.add(initialized, func(ctx context.Context, _ string) { f(ctx) })
+}
+
 // OnSessionEnd registers f to be called with the ID of each session that ends: its client
 // sent DELETE, it idled past the timeout, or stdio ended.
 func (s *Server) OnSessionEnd(f func(id string)) {
-	s.endHooksMu.Lock()
-	defer s.endHooksMu.Unlock()
-	s.endHooks = append(s.endHooks, f)
+	s.watchers.add(ended, func(_ context.Context, id string) { f(id) })
 }
 
 // Refused returns why a method is refused before any session sees it, or "": server/discover,

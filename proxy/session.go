@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -20,11 +21,10 @@ import (
 //
 // A client adds tools it re-listed after notifications/tools/list_changed to the next model
 // request only if that re-list finished before the result of the tool call that unlocked them
-// arrived (DESIGN.md, "What Claude Code does with an MCP server"). Sent back to back, the new
-// tool reached the next model request 1 time in 5 in Claude Code; holding the result until the
-// session's tools/list had been answered, 5 times in 5, at a cost of 6–8 ms; opencode too
-// needs the hold (1 time in 4 without). So a tool_search that unlocks tools holds its result
-// until the session has re-listed them.
+// arrived: sent back to back, the new tool mostly missed the next model request in Claude
+// Code and opencode, and holding the result until the re-list was answered put it there
+// every time, at the cost of one round trip (docs/clients.md). So a tool_search that unlocks
+// tools holds its result until the session has re-listed them.
 //
 // # The protocol
 //
@@ -39,12 +39,11 @@ import (
 //  3. Hold (tool_search only): wait for listed to close, capped by Options.ListWait. Halfway
 //     through, send list_changed a second time in case the first was lost. call_tool does not
 //     hold: the model already has the tool it called.
-//  4. Re-list (Server.afterListTools): tools/list is built from unlocked and the version it
-//     was built at is noted. For a watched session (stdio, whose transport writes the
-//     response itself) the list counts only once its response has been written (the
-//     transport calls listWritten): the response and the tool_search result are written by
-//     different goroutines, and the client must read them in that order. Other transports
-//     count the list as soon as it is built.
+//  4. Re-list (Server.afterListTools): tools/list is built from unlocked, and the session's
+//     Conn is told (Conn.Listed); it counts the list at the version it was built at once
+//     the answer is on its way: over stdio once written, since the answer and the
+//     tool_search result are written by different goroutines and the client must read them
+//     in that order; over mcp-go's transports at once, as mcp-go writes it.
 //  5. markListed: if the list has every unlock so far (its version is the latest), close
 //     listed and replace it with a fresh channel. That releases the held tool_search.
 //
@@ -70,8 +69,6 @@ type session struct {
 	// Fixed at creation.
 	id   string // "" for a request without a session
 	conn Conn
-	// watched is set for sessions whose transport reports written lists (stdio).
-	watched bool
 
 	mu sync.Mutex // guards the fields below
 	// unlocked holds exposed names in unlock order; used maps the same names to the tick
@@ -84,9 +81,8 @@ type session struct {
 	// every unlock so far (step 5).
 	listed chan struct{}
 	// version counts the session's unlocks; a list built before the latest does not count
-	// as the re-list a waiting tool_search wants. built is the version of the newest list
-	// built for a watched session, counted once written.
-	version, built int
+	// as the re-list a waiting tool_search wants.
+	version int
 	// client is the name the client gave in initialize ("" until then), and protocol the
 	// protocol revision it asked for.
 	client, protocol string
@@ -105,6 +101,10 @@ type session struct {
 	subs map[string]bool
 	// calls counts the session's tool calls in flight upstream (Options.MaxCalls).
 	calls int
+
+	// forwarded counts the notifications forwarded to the session for its calls (progress,
+	// upstream log messages): a call that forwarded one flushes before its result.
+	forwarded atomic.Uint64
 }
 
 // relists reports whether the session's client is expected to re-list after list_changed
@@ -154,35 +154,29 @@ func (s *Server) session(id string) *session {
 	defer s.sessionsMu.Unlock()
 	sess, ok := s.sessions[id]
 	if !ok {
-		sess = s.newSession(id, mcpConn{mcp: s.mcp, id: id, grace: s.opts.ForwardGrace}, false)
+		sess = s.newSession(id, mcpConn{mcp: s.mcp, id: id, grace: s.opts.ForwardGrace})
 		s.sessions[id] = sess
 	}
 	return sess
 }
 
-// openSession starts the state of a session served over conn; watched says the transport
-// reports written lists (see session, step 4).
-func (s *Server) openSession(id string, conn Conn, watched bool) *session {
+// openSession starts the state of a session served over conn.
+func (s *Server) openSession(id string, conn Conn) *session {
 	s.sessionsMu.Lock()
 	defer s.sessionsMu.Unlock()
-	sess := s.newSession(id, conn, watched)
+	sess := s.newSession(id, conn)
 	s.sessions[id] = sess
 	return sess
 }
 
-func (s *Server) newSession(id string, conn Conn, watched bool) *session {
-	return &session{id: id, conn: conn, watched: watched, listed: make(chan struct{}), holds: true}
+func (s *Server) newSession(id string, conn Conn) *session {
+	return &session{id: id, conn: conn, listed: make(chan struct{}), holds: true}
 }
 
 // endSession forgets a session's state: mcp-go unregisters a session when its client sends
 // DELETE, when it idles past the timeout, or when stdio ends.
 func (s *Server) endSession(id string) {
-	s.endHooksMu.Lock()
-	hooks := s.endHooks
-	s.endHooksMu.Unlock()
-	for _, f := range hooks {
-		f(id)
-	}
+	s.watchers.tell(context.Background(), ended, id)
 	s.sessionsMu.Lock()
 	sess := s.sessions[id]
 	delete(s.sessions, id)
@@ -207,19 +201,19 @@ func (s *Server) sessionFrom(ctx context.Context) *session {
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		return s.session(cs.SessionID())
 	}
-	return s.newSession("", mcpConn{mcp: s.mcp, grace: s.opts.ForwardGrace}, false)
+	return s.newSession("", mcpConn{mcp: s.mcp, grace: s.opts.ForwardGrace})
 }
 
 // unlock makes names, best first, visible to sess (step 1), and counts them used. It
 // reports those that were not visible before, and those that fell out, least recently used
 // first, to keep the session within max.
-func (s *Server) unlock(sess *session, cat *upstream.Catalog, names []string, max int) (added, dropped []string) {
+func (s *Server) unlock(sess *session, cat *upstream.Catalog, tools []upstream.Tool, max int) (added, dropped []string) {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	var open []string
-	for _, n := range names {
-		if t, ok := cat.Lookup(n); ok && !t.AlwaysLoad {
-			open = append(open, n)
+	for _, t := range tools {
+		if !t.AlwaysLoad {
+			open = append(open, t.Exposed)
 		}
 	}
 	if sess.used == nil && len(open) > 0 {
@@ -335,26 +329,23 @@ func (s *Server) notifyListChanged(ctx context.Context, sess *session, reason st
 	s.log.Debug("list_changed sent", "session", sess.id, "reason", reason)
 }
 
-// afterListTools replaces mcp-go's list with the session's own (see toolsFor): for the
-// transports mcp-go serves, where the list counts as the re-list once built.
-func (s *Server) afterListTools(ctx context.Context, _ any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
+// afterListTools replaces mcp-go's list with the session's own (see toolsFor), and has it
+// count as the session's re-list once written (step 4).
+func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
 	sess := s.sessionFrom(ctx)
 	forms, version := s.toolsFor(sess, stable(ctx))
 	result.Tools = make([]mcp.Tool, 0, len(forms))
 	for _, f := range forms {
 		result.Tools = append(result.Tools, f.tool)
 	}
-	if !sess.watched {
-		sess.markListed(version)
-	}
+	sess.conn.Listed(ctx, id, forms, func() { sess.markListed(version) })
 }
 
 // toolsFor returns the session's tools/list (step 4): always-load tools, tool_search,
 // call_tool, then unlocked tools in unlock order; or every tool, while they all fit
 // (fitsAll); under a stable protocol revision, no unlocked tools. Each tool's form comes
 // from the catalog's view, made once however many sessions list it. It returns the
-// session's version the list was built at; a watched session notes it, to count it as the
-// re-list once written.
+// session's version the list was built at.
 func (s *Server) toolsFor(sess *session, stable bool) ([]*form, int) {
 	v := s.view()
 	var forms []*form
@@ -376,9 +367,6 @@ func (s *Server) toolsFor(sess *session, stable bool) ([]*form, int) {
 		unlocked = slices.Clone(sess.unlocked)
 	}
 	version := sess.version
-	if sess.watched {
-		sess.built = max(sess.built, version)
-	}
 	sess.mu.Unlock()
 	for _, name := range unlocked {
 		if f, ok := v.form(name); ok && !f.always {
@@ -389,15 +377,6 @@ func (s *Server) toolsFor(sess *session, stable bool) ([]*form, int) {
 		s.log.Debug("tools listed", "session", sess.id, "tools", len(forms), "version", version)
 	}
 	return forms, version
-}
-
-// listWritten is called by a watched session's transport once a tools/list response is
-// written: the newest list built counts as the re-list.
-func (sess *session) listWritten() {
-	sess.mu.Lock()
-	built := sess.built
-	sess.mu.Unlock()
-	sess.markListed(built)
 }
 
 // markListed wakes whoever waits for the session to re-list, if the list, built at version,

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,14 +37,16 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 
 func newStdio(s *Server, out io.Writer) *stdio {
 	return &stdio{s: s, out: out, notes: make(chan mcp.JSONRPCNotification, 100),
-		pending: map[int64]chan answer{}, closed: make(chan struct{})}
+		flushes: make(chan chan struct{}), pending: map[int64]chan answer{}, lists: map[string]pendingList{},
+		closed: make(chan struct{})}
 }
 
 // stdio is a stdio connection: its transport, its Conn, and its one client session as
 // mcp-go's server sees it.
 type stdio struct {
-	s     *Server
-	notes chan mcp.JSONRPCNotification // mcp-go's notifications to the session
+	s       *Server
+	notes   chan mcp.JSONRPCNotification // mcp-go's notifications to the session
+	flushes chan chan struct{}           // Flush's requests to the notifier (see Flush)
 
 	writeMu   sync.Mutex // guards out: each message is one write
 	out       io.Writer
@@ -57,12 +58,13 @@ type stdio struct {
 	caps        atomic.Value // mcp.ClientCapabilities
 	version     atomic.Value // string: the protocol version
 
-	mu       sync.Mutex // guards pending, nextID and stopping
+	mu       sync.Mutex // guards pending, nextID, stopping and lists
 	pending  map[int64]chan answer
 	nextID   int64
-	stopping bool           // no more requests are taken
-	served   sync.WaitGroup // requests being served
-	closed   chan struct{}  // closed when the connection stops serving
+	stopping bool                   // no more requests are taken
+	lists    map[string]pendingList // the lists tools/list requests are answered with, by id
+	served   sync.WaitGroup         // requests being served
+	closed   chan struct{}          // closed when the connection stops serving
 }
 
 // answer is the client's answer to a request of toolsift's.
@@ -81,28 +83,14 @@ var (
 	_ server.SessionWithRoots           = (*stdio)(nil)
 )
 
-// message is a line the client wrote, decoded once.
+// message is a line the client wrote, its envelope decoded once (jsonrpc.Parse): mcp-go's
+// server decodes the rest of what it serves.
 type message struct {
-	line           []byte
-	ID             json.RawMessage `json:"id"`
-	Method         string          `json:"method"`
-	Result         json.RawMessage `json:"result"`
-	Error          json.RawMessage `json:"error"`
-	malformed, bad bool            // not JSON; JSON but not JSON-RPC as toolsift reads it
+	jsonrpc.Message
+	line []byte
 }
 
-func parseMessage(line []byte) message {
-	m := message{line: line}
-	if err := json.Unmarshal(line, &m); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		m.bad = errors.As(err, &typeErr)
-		m.malformed = !m.bad
-	}
-	return m
-}
-
-// isRequest reports a request of the client's: one owed an answer.
-func (m message) isRequest() bool { return !m.malformed && !m.bad && len(m.ID) > 0 && m.Method != "" }
+func parseMessage(line []byte) message { return message{Message: jsonrpc.Parse(line), line: line} }
 
 func (c *stdio) serve(ctx context.Context, in io.Reader) error {
 	// Requests outlive ctx by the shutdown grace: they run under a context of their own.
@@ -113,7 +101,7 @@ func (c *stdio) serve(ctx context.Context, in io.Reader) error {
 		return fmt.Errorf("registering the stdio session: %w", err)
 	}
 	defer s.mcp.UnregisterSession(reqCtx, c.SessionID())
-	sess := s.openSession(c.SessionID(), c, true)
+	s.openSession(c.SessionID(), c)
 	reqCtx = s.mcp.WithContext(reqCtx, c)
 
 	var notifier sync.WaitGroup
@@ -121,11 +109,10 @@ func (c *stdio) serve(ctx context.Context, in io.Reader) error {
 		for {
 			select {
 			case n := <-c.notes:
-				if n.Method == flushMethod {
-					close(n.Params.AdditionalFields["done"].(chan struct{})) // all before it are out
-					continue
-				}
 				c.write(n)
+			case done := <-c.flushes:
+				c.drainNotes()
+				close(done)
 			case <-c.closed:
 				return
 			}
@@ -149,11 +136,13 @@ func (c *stdio) serve(ctx context.Context, in io.Reader) error {
 				return
 			case head != nil:
 				s.log.Warn("request refused: too large", "max_bytes", s.opts.MaxRequestBytes)
-				if id := jsonrpc.IDOfEnds(head, tail); id != nil {
-					c.writeError(id, mcp.INVALID_REQUEST, fmt.Sprintf("request over %d bytes, toolsift's limit", s.opts.MaxRequestBytes))
+				if raw := jsonrpc.IDOfEnds(head, tail); raw != nil {
+					if id, err := mcp.ParseRequestId(raw); err == nil {
+						c.writeError(id, mcp.INVALID_REQUEST, fmt.Sprintf("request over %d bytes, toolsift's limit", s.opts.MaxRequestBytes))
+					}
 				}
 			default:
-				if !c.dispatch(reqCtx, sess, parseMessage(line)) {
+				if !c.dispatch(reqCtx, parseMessage(line)) {
 					return
 				}
 			}
@@ -199,27 +188,18 @@ func (c *stdio) drain() {
 // dispatch serves a message: a request on a goroutine of its own, so that a hung call never
 // holds a search; a notification, or an answer to toolsift, at once, in the order read. It
 // reports false once the connection takes no more requests.
-func (c *stdio) dispatch(ctx context.Context, sess *session, m message) bool {
+func (c *stdio) dispatch(ctx context.Context, m message) bool {
 	switch {
-	case len(m.line) == 0 || m.malformed && isBlank(m.line):
-	case m.malformed:
-		c.writeError(json.RawMessage("null"), mcp.PARSE_ERROR, "Parse error")
-	case m.Method == "" && len(m.ID) > 0 && (m.Result != nil || m.Error != nil):
+	case len(m.line) == 0 || m.Malformed && isBlank(m.line):
+	case m.Malformed:
+		c.writeError(mcp.RequestId{}, mcp.PARSE_ERROR, "Parse error")
+	case m.Bad != "":
+		c.writeError(mcp.RequestId{}, mcp.INVALID_REQUEST, "Invalid Request: "+m.Bad)
+	case m.IsAnswer():
 		c.answered(m)
-	case m.isRequest() && c.s.Refused(m.Method) != "":
+	case m.IsRequest() && c.s.Refused(m.Method) != "":
 		c.writeError(m.ID, mcp.METHOD_NOT_FOUND, c.s.Refused(m.Method))
-	case m.isRequest() && m.Method == string(mcp.MethodToolsList) && c.legacy():
-		c.mu.Lock()
-		if c.stopping {
-			c.mu.Unlock()
-			return false
-		}
-		c.served.Add(1)
-		c.mu.Unlock()
-		// Served as read: it waits on nothing, and costs less than a hand-off.
-		c.listTools(sess, m.ID)
-		c.served.Done()
-	case m.isRequest():
+	case m.IsRequest():
 		c.mu.Lock()
 		if c.stopping {
 			c.mu.Unlock()
@@ -230,46 +210,12 @@ func (c *stdio) dispatch(ctx context.Context, sess *session, m message) bool {
 		go func() {
 			defer c.served.Done()
 			c.handle(ctx, m)
-			if m.Method == string(mcp.MethodToolsList) {
-				// Written: the re-list a held tool_search waits for (see session).
-				sess.listWritten()
-			}
 		}()
 	default:
-		// A notification, or JSON that is not JSON-RPC as toolsift reads it: mcp-go's server
-		// answers that as it sees fit.
+		// A notification: mcp-go's server takes it.
 		c.handle(ctx, m)
 	}
 	return true
-}
-
-// legacy reports whether the session was initialized at a protocol revision with sessions
-// (2025-11-25 or older), under which its tool list is its own.
-func (c *stdio) legacy() bool {
-	v := c.ProtocolVersion()
-	return c.Initialized() && v != "" && v < "2026"
-}
-
-// listTools answers tools/list with the session's own list (Server.toolsFor), written from
-// each tool's definition encoded once per catalog, and counts it as the session's re-list
-// once written (see session, step 4).
-func (c *stdio) listTools(sess *session, id json.RawMessage) {
-	forms, _ := c.s.toolsFor(sess, false)
-	size := 64 + len(id)
-	for _, f := range forms {
-		size += len(f.raw()) + 1
-	}
-	line := make([]byte, 0, size)
-	line = fmt.Appendf(line, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[`, id)
-	for i, f := range forms {
-		if i > 0 {
-			line = append(line, ',')
-		}
-		line = append(line, f.raw()...)
-	}
-	line = append(line, "]}}\n"...)
-	c.writeLine(line)
-	sess.listWritten()
 }
 
 func isBlank(b []byte) bool {
@@ -281,45 +227,73 @@ func isBlank(b []byte) bool {
 	return true
 }
 
-// handle has mcp-go's server handle a message, and writes its answer, if any, under the
-// id the client wrote: mcp-go decodes an id through a float64, which rounds one too long.
+// handle has mcp-go's server handle a message, and writes its answer, if any.
 func (c *stdio) handle(ctx context.Context, m message) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.s.log.Error("panic serving a request", "panic", r, "stack", string(debug.Stack()))
-			if m.isRequest() {
+			if m.IsRequest() {
 				c.writeError(m.ID, mcp.INTERNAL_ERROR, "internal error")
 			}
 		}
 	}()
 	resp := c.s.mcp.HandleMessage(ctx, m.line)
-	if resp == nil {
-		return
-	}
-	if !m.isRequest() {
-		c.write(resp)
-		return
-	}
-	switch r := resp.(type) {
-	case mcp.JSONRPCResponse:
-		result, err := json.Marshal(r.Result)
-		if err != nil {
-			c.s.log.Error("encoding a result", "method", m.Method, "error", err)
-			c.writeError(m.ID, mcp.INTERNAL_ERROR, "internal error")
-			return
+	if m.Method != string(mcp.MethodToolsList) {
+		if resp != nil {
+			c.write(resp)
 		}
-		c.writeLine(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, result))
-	case mcp.JSONRPCError:
-		details, _ := json.Marshal(r.Error)
-		c.writeLine(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":%s}`+"\n", m.ID, details))
-	default:
+		return
+	}
+	c.mu.Lock()
+	list, ok := c.lists[m.ID.String()]
+	delete(c.lists, m.ID.String())
+	c.mu.Unlock()
+	if r, plain := resp.(mcp.JSONRPCResponse); ok && plain && isPlainList(r.Result) {
+		c.writeLine(appendList(r.ID, list.forms))
+	} else if resp != nil {
 		c.write(resp)
+	}
+	if ok {
+		list.written()
 	}
 }
 
-func (c *stdio) writeError(id json.RawMessage, code int, msg string) {
-	text, _ := json.Marshal(msg)
-	c.writeLine(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, text))
+// pendingList is a session's list that a tools/list request is being answered with.
+type pendingList struct {
+	forms   []*form
+	written func()
+}
+
+// isPlainList reports a tools/list result that holds nothing but its tools.
+func isPlainList(result any) bool {
+	r, ok := result.(mcp.ListToolsResult)
+	return ok && r.PaginatedResult == (mcp.PaginatedResult{})
+}
+
+// appendList is the answer to the tools/list request id, with forms: each tool as
+// encoded once per catalog (form.raw), since encoding/json would check every byte of every
+// tool again for each list, several times the cost of all the rest (docs/performance.md).
+func appendList(id mcp.RequestId, forms []*form) []byte {
+	rawID, _ := id.MarshalJSON()
+	size := 64 + len(rawID)
+	for _, f := range forms {
+		size += len(f.raw()) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, rawID...)
+	b = append(b, `,"result":{"tools":[`...)
+	for i, f := range forms {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, f.raw()...)
+	}
+	return append(b, "]}}\n"...)
+}
+
+func (c *stdio) writeError(id mcp.RequestId, code int, msg string) {
+	c.write(mcp.NewJSONRPCError(id, code, msg, nil))
 }
 
 // write writes msg, one JSON-RPC message, on a line.
@@ -358,30 +332,51 @@ func (c *stdio) Notify(_ context.Context, method string, params map[string]any) 
 	return nil
 }
 
-// flushMethod marks a flush in the connection's queue of notifications. It is never
-// written out.
-const flushMethod = "notifications/toolsift/flush"
-
-// Flush waits, for up to 200 ms, until every notification mcp-go queued to the connection
-// so far has been written: they are written one at a time, in the order queued, so once a
-// marker queued after them is taken, they are out.
+// Flush returns once every notification mcp-go queued to the connection so far has been
+// written, or after 200 ms: the notifier writes them one at a time, in the order queued,
+// and answers a flush by writing what is queued before it.
 func (c *stdio) Flush(ctx context.Context) {
 	done := make(chan struct{})
-	marker := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
-		Method: flushMethod, Params: mcp.NotificationParams{AdditionalFields: map[string]any{"done": done}}}}
 	t := time.NewTimer(200 * time.Millisecond)
 	defer t.Stop()
 	select {
-	case c.notes <- marker:
+	case c.flushes <- done:
 	case <-t.C:
 		return
 	case <-ctx.Done():
+		return
+	case <-c.closed:
 		return
 	}
 	select {
 	case <-done:
 	case <-t.C:
 	case <-ctx.Done():
-	case <-c.closed:
 	}
+}
+
+// drainNotes writes the notifications queued now.
+func (c *stdio) drainNotes() {
+	for {
+		select {
+		case n := <-c.notes:
+			c.write(n)
+		default:
+			return
+		}
+	}
+}
+
+// Listed keeps the list for the answer to request id, which handle writes, and counts it
+// once written: the answer and a held tool_search's result are written by different
+// goroutines, and the client must read them in that order.
+func (c *stdio) Listed(_ context.Context, id any, forms []*form, written func()) {
+	c.mu.Lock()
+	c.lists[mcp.NewRequestId(id).String()] = pendingList{forms: forms, written: written}
+	c.mu.Unlock()
+}
+
+// Sample asks the client's model, on the connection.
+func (c *stdio) Sample(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return c.RequestSampling(ctx, req)
 }

@@ -152,3 +152,47 @@ func TestListChangedBeforeSearchResult(t *testing.T) {
 	c.expect("notifications/tools/list_changed")
 	c.expect(id)
 }
+
+// TestStdioIDs: every request is answered under the id it was sent with, exactly as
+// written, whatever its size or kind; a message whose id or shape is not JSON-RPC's gets
+// Invalid Request, and nothing else is said to it.
+func TestStdioIDs(t *testing.T) {
+	p := newGoldenProxy(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- p.ServeStdio(context.Background(), inR, outW) }()
+	out := bufio.NewReader(outR)
+	tests := []struct{ send, want string }{
+		{`{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`, `{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}`},
+		{`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, `{"jsonrpc":"2.0","id":9007199254740993,"result":{}}`},
+		{`{"jsonrpc":"2.0","id":-9223372036854775809,"method":"ping"}`, `{"jsonrpc":"2.0","id":-9223372036854775809,"result":{}}`},
+		{`{"jsonrpc":"2.0","id":1.50,"method":"ping"}`, `{"jsonrpc":"2.0","id":1.50,"result":{}}`},
+		{`{"jsonrpc":"2.0","id":1e3,"method":"ping"}`, `{"jsonrpc":"2.0","id":1e3,"result":{}}`},
+		{`{"jsonrpc":"2.0","id":"a\"b","method":"ping"}`, `{"jsonrpc":"2.0","id":"a\"b","result":{}}`},
+		{`{"jsonrpc":"2.0","id":"","method":"ping"}`, `{"jsonrpc":"2.0","id":"","result":{}}`},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: id must be a string or an integer"}}`},
+		{`{"jsonrpc":"2.0","id":[7],"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: id must be a string or an integer"}}`},
+		{`{"jsonrpc":"2.0","id":true,"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: id must be a string or an integer"}}`},
+		{`{"jsonrpc":"2.0","id":4,"method":["ping"]}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: method must be a string"}}`},
+		{`[{"jsonrpc":"2.0","id":5,"method":"ping"}]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: a JSON-RPC message is a JSON object"}}`},
+		{`"ping"`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: a JSON-RPC message is a JSON object"}}`},
+	}
+	for _, tt := range tests {
+		fmt.Fprintln(inW, tt.send)
+		line, err := out.ReadString('\n')
+		if err != nil || strings.TrimSpace(line) != tt.want {
+			t.Errorf("sent %s: read %q, %v; want %s", tt.send, line, err, tt.want)
+		}
+	}
+	// A big id on a request mcp-go answers from toolsift's hooks, and its list.
+	fmt.Fprintln(inW, `{"jsonrpc":"2.0","id":18446744073709551617,"method":"tools/list"}`)
+	if line, err := out.ReadString('\n'); err != nil || !strings.HasPrefix(line, `{"jsonrpc":"2.0","id":18446744073709551617,"result":{"tools":[`) {
+		t.Errorf("tools/list under a big id: read %.120q, %v", line, err)
+	}
+	inW.Close()
+	go io.Copy(io.Discard, out)
+	if err := <-served; err != nil {
+		t.Errorf("ServeStdio = %v", err)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -20,13 +19,13 @@ func (c *stdio) answered(m message) {
 		a.err = &mcp.JSONRPCErrorDetails{Code: mcp.INTERNAL_ERROR, Message: string(m.Error)}
 		_ = json.Unmarshal(m.Error, a.err) // a malformed error is still an error
 	}
-	id, err := strconv.ParseInt(string(m.ID), 10, 64)
+	id, isInt := m.ID.Value().(int64)
 	c.mu.Lock()
 	ch, ok := c.pending[id]
 	delete(c.pending, id) // a second answer to it goes nowhere
 	c.mu.Unlock()
-	if err != nil || !ok {
-		c.s.log.Debug("an answer to no request of toolsift's", "id", string(m.ID))
+	if !isInt || !ok {
+		c.s.log.Debug("an answer to no request of toolsift's", "id", m.ID.String())
 		return
 	}
 	ch <- a // buffered for the one answer

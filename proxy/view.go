@@ -38,10 +38,9 @@ type form struct {
 	rawJSON json.RawMessage
 }
 
-// raw is the tool's definition encoded, once per catalog: the stdio transport writes a
-// session's tools/list from these (see stdio.listTools), since encoding a tool through
-// mcp-go's map-based encoder, which then compacts its schema twice, costs more than the rest
-// of a list.
+// raw is the tool's definition encoded, once per catalog, as mcp-go encodes it: the stdio
+// transport writes a session's tools/list from these (see appendList), and its size tells
+// whether all tools fit (fitsAll).
 func (f *form) raw() json.RawMessage {
 	f.rawOnce.Do(func() { f.rawJSON, _ = json.Marshal(f.tool) })
 	return f.rawJSON
@@ -68,8 +67,16 @@ func (v *view) form(name string) (*form, bool) {
 	if !ok {
 		return nil, false
 	}
-	f, _ := v.forms.LoadOrStore(name, newForm(t))
-	return f.(*form), true
+	return v.formOf(t), true
+}
+
+// formOf returns the form of t, a tool of the view's catalog.
+func (v *view) formOf(t upstream.Tool) *form {
+	if f, ok := v.forms.Load(t.Exposed); ok {
+		return f.(*form)
+	}
+	f, _ := v.forms.LoadOrStore(t.Exposed, newForm(t))
+	return f.(*form)
 }
 
 // newForm makes the form of a tool.

@@ -851,6 +851,39 @@ func TestBigRequestIDsComeBackAsSent(t *testing.T) {
 	}
 }
 
+// TestCancelABigID: a notifications/cancelled naming a request by an id too long for a
+// float64 cancels that request (mcp-go reads both ids the same, exactly), and no other.
+func TestCancelABigID(t *testing.T) {
+	const id, other = "123456789012345678901234567890", "123456789012345678901234567891"
+	c := proxy(t, fmt.Sprintf("mcpServers:\n  a:\n    command: %q\n    callTimeout: 60s\n", fixtureBin))
+	c.search("select:a__hang", 1)
+	answers := make(map[string]chan message)
+	c.mu.Lock()
+	for _, each := range []string{id, other} {
+		answers[each] = make(chan message, 1)
+		c.waiting[each] = answers[each]
+	}
+	c.mu.Unlock()
+	for _, each := range []string{id, other} {
+		c.send(`{"jsonrpc":"2.0","id":` + each + `,"method":"tools/call","params":{"name":"a__hang","arguments":{}}}`)
+	}
+	time.Sleep(500 * time.Millisecond) // both under way upstream
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":"user"}}`)
+	select {
+	case m := <-answers[id]:
+		if string(m.ID) != id {
+			t.Errorf("the cancelled call's answer came under id %s", m.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("the call with id %s was not cancelled", id)
+	}
+	select {
+	case m := <-answers[other]:
+		t.Errorf("the other call ended too: %+v", m)
+	case <-time.After(time.Second):
+	}
+}
+
 // TestHungServerHoldsFewCalls: a server that hangs is sent at most its concurrency of calls;
 // one more waits its turn in the server's own queue, until a hung call gives its slot up at
 // callTimeout, while other servers are called as ever.

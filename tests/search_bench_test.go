@@ -189,7 +189,7 @@ func (c *leanClient) request(method, params string) []byte {
 		if err != nil {
 			c.tb.Fatalf("%s: reading toolsift's answer: %v", method, err)
 		}
-		switch id := jsonrpc.ID(line); {
+		switch id := jsonrpc.IDOfEnds(line, line); {
 		case bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"`)):
 			if c.relist {
 				c.relists++ // each its own id: two lists in flight under one would be ambiguous

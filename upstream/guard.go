@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/toolsift/toolsift/internal/jsonrpc"
 )
 
@@ -29,7 +31,8 @@ const maxToolDepth = 512
 //   - a message over max bytes is not held: an answer becomes an error answer naming the
 //     limit, anything else is dropped, both with a log line;
 //   - a tools/list result's tools nested deeper than maxToolDepth are taken out, each with a
-//     log line naming it, so that the server's other tools are served.
+//     log line naming it, so that the server's other tools are served (the message is
+//     decoded and encoded again without them).
 //
 // Everything else passes byte for byte.
 type lineGuard struct {
@@ -104,8 +107,21 @@ func (g *lineGuard) tooLarge(head, tail []byte) []byte {
 		return nil
 	}
 	g.log.Warn("upstream answer too large: answered with an error", "id", string(id), "max_bytes", g.max)
-	msg, _ := json.Marshal(fmt.Sprintf("the answer was over %d bytes, toolsift's limit (maxResultBytes)", g.max))
-	return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":%s}}`+"\n", id, msg))
+	return errorAnswer(id, fmt.Sprintf("the answer was over %d bytes, toolsift's limit (maxResultBytes)", g.max))
+}
+
+// errorAnswer is an error answer, in the server's place, to toolsift's request id (as the
+// server wrote it), as a line; nil if id is none.
+func errorAnswer(id []byte, msg string) []byte {
+	rid, err := mcp.ParseRequestId(id)
+	if err != nil || rid.IsNil() {
+		return nil
+	}
+	line, err := json.Marshal(mcp.NewJSONRPCError(rid, mcp.INTERNAL_ERROR, msg, nil))
+	if err != nil {
+		return nil
+	}
+	return append(line, '\n')
 }
 
 func (g *lineGuard) check(line []byte) []byte {
@@ -125,28 +141,41 @@ func (g *lineGuard) check(line []byte) []byte {
 }
 
 // dropDeepTools takes out of a tools/list result the tools nested deeper than maxToolDepth.
-// A line it cannot make sense of goes on as it is.
+// A message that is no tools/list result goes on as it is; one nested too deeply for Go's
+// decoder to read at all is answered with an error in the server's place.
 func (g *lineGuard) dropDeepTools(line []byte) []byte {
-	arr, elements, ok := toolsArray(line)
-	if !ok {
+	var msg map[string]json.RawMessage
+	if err := json.Unmarshal(line, &msg); err != nil {
+		g.log.Warn("upstream message unreadable: nested too deep", "error", err)
+		return errorAnswer(jsonrpc.IDOfEnds(line, bytes.TrimSpace(line)), "the answer nests deeper than toolsift reads (10,000 levels)")
+	}
+	var result map[string]json.RawMessage
+	var tools []json.RawMessage
+	if json.Unmarshal(msg["result"], &result) != nil || json.Unmarshal(result["tools"], &tools) != nil {
 		return line
 	}
-	var kept [][]byte
-	for _, el := range elements {
-		tool := line[el.start:el.end]
+	kept := tools[:0]
+	for _, tool := range tools {
 		if depth(tool) <= maxToolDepth {
 			kept = append(kept, tool)
 			continue
 		}
-		g.log.Warn("upstream tool skipped: nested too deep", "tool", shallowName(tool), "max_depth", maxToolDepth)
+		var t struct{ Name string }
+		_ = json.Unmarshal(tool, &t)
+		g.log.Warn("upstream tool skipped: nested too deep", "tool", t.Name, "max_depth", maxToolDepth)
 	}
-	var b bytes.Buffer
-	b.Write(line[:arr.start])
-	b.WriteByte('[')
-	b.Write(bytes.Join(kept, []byte(",")))
-	b.WriteByte(']')
-	b.Write(line[arr.end:])
-	return b.Bytes()
+	var err error
+	if result["tools"], err = json.Marshal(kept); err != nil {
+		return line
+	}
+	if msg["result"], err = json.Marshal(result); err != nil {
+		return line
+	}
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return line
+	}
+	return append(out, '\n')
 }
 
 // scan walks JSON text without decoding it (it may nest too deeply to decode): str is
@@ -176,39 +205,6 @@ func scan(text []byte, str func(start, end int), other func(i int, c byte) bool)
 	}
 }
 
-// shallowName is the "name" member of a JSON object too deep to decode: the objects and
-// arrays in it are skipped, not decoded. "?" if it has none.
-func shallowName(obj []byte) string {
-	d, name := 0, "?"
-	var prev string // the last string at the object's own level, or "" after a comma
-	scan(obj, func(start, end int) {
-		if d != 1 || name != "?" {
-			return
-		}
-		s := obj[start:end]
-		if prev == `"name"` {
-			_ = json.Unmarshal(s, &name)
-		}
-		prev = string(s)
-	}, func(_ int, c byte) bool {
-		switch c {
-		case '{', '[':
-			d++
-		case '}', ']':
-			d--
-		case ',':
-			if d == 1 {
-				prev = ""
-			}
-		}
-		return true
-	})
-	return name
-}
-
-// span is a part of a line: [start, end).
-type span struct{ start, end int }
-
 // depth is how deeply the JSON text nests objects and arrays.
 func depth(text []byte) int {
 	d, deepest := 0, 0
@@ -223,58 +219,6 @@ func depth(text []byte) int {
 		return true
 	})
 	return deepest
-}
-
-// toolsArray finds, in a JSON-RPC answer, the array of result.tools and the tool objects in
-// it, without decoding (a tool in it may nest too deeply to decode).
-func toolsArray(line []byte) (arr span, elements []span, ok bool) {
-	type frame struct {
-		object bool
-		key    string // in an object: the key whose value comes next, or came last
-		tools  bool   // this is result.tools
-	}
-	var stack []frame
-	expectKey, elStart := false, -1
-	scan(line, func(start, end int) {
-		if expectKey {
-			stack[len(stack)-1].key = string(line[start+1 : end-1])
-			expectKey = false
-		}
-	}, func(i int, c byte) bool {
-		switch c {
-		case '{', '[':
-			isTools := c == '[' && len(stack) == 2 && stack[0].key == "result" && stack[1].key == "tools"
-			if c == '{' && len(stack) > 0 && stack[len(stack)-1].tools {
-				elStart = i
-			}
-			if isTools {
-				arr.start = i
-			}
-			stack = append(stack, frame{object: c == '{', tools: isTools})
-			expectKey = c == '{'
-		case '}', ']':
-			if len(stack) == 0 {
-				return false
-			}
-			top := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if top.tools {
-				arr.end, ok = i+1, true
-				return false
-			}
-			if c == '}' && len(stack) > 0 && stack[len(stack)-1].tools && elStart >= 0 {
-				elements = append(elements, span{elStart, i + 1})
-				elStart = -1
-			}
-		case ',':
-			expectKey = len(stack) > 0 && stack[len(stack)-1].object
-		}
-		return true
-	})
-	if !ok {
-		return span{}, nil, false
-	}
-	return arr, elements, true
 }
 
 // limitedClient is the HTTP client of an HTTP or SSE server. Its response bodies fail past max bytes in one message, so that no answer is

@@ -31,8 +31,11 @@ func TestLineGuard(t *testing.T) {
 		{"blank line", "\n", "\n", ""},
 		{"not JSON", "npm WARN deprecated something\n" + fine, fine, "not JSON-RPC"},
 		{"a tool nested too deep", deep,
-			`{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","inputSchema":{}}],"nextCursor":"x"}}` + "\n",
+			`{"id":3,"jsonrpc":"2.0","result":{"nextCursor":"x","tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","inputSchema":{}}]}}` + "\n",
 			"tool=deep"},
+		{"an answer too deep to read", `{"jsonrpc":"2.0","id":4,"result":{"tools":[{"name":"abyss","inputSchema":{"default":` + strings.Repeat("[", 11000) + strings.Repeat("]", 11000) + `}}]}}` + "\n",
+			`{"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"the answer nests deeper than toolsift reads (10,000 levels)"}}` + "\n",
+			"nested too deep"},
 		{"an answer over the limit", big, `{"jsonrpc":"2.0","id":"r-7","error":{"code":-32603,"message":"the answer was over 102400 bytes, toolsift's limit (maxResultBytes)"}}` + "\n", "too large"},
 		{"a notification over the limit", bigNote + fine, fine, "dropped: too large"},
 		{"an answer over the limit, id last", tsBig, `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"the answer was over 102400 bytes, toolsift's limit (maxResultBytes)"}}` + "\n", "too large"},
@@ -62,22 +65,6 @@ func cut(s string) string {
 		return s[:300] + "…"
 	}
 	return s
-}
-
-func TestShallowName(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{"name":"a","inputSchema":{}}`, "a"},
-		{`{"inputSchema":{"properties":{"name":{"type":"string"}}},"description":"x","name":"b"}`, "b"},
-		{`{"description":"the \"name\": \"c\" trap","name":"d\u00e9"}`, "dé"},
-		{`{"annotations":{"name":"nested"}}`, "?"},
-		{`{"name":42}`, "?"},
-		{`{`, "?"},
-	}
-	for _, tt := range tests {
-		if got := shallowName([]byte(tt.in)); got != tt.want {
-			t.Errorf("shallowName(%s) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
 }
 
 func TestDepth(t *testing.T) {

@@ -1,5 +1,5 @@
-// Package jsonrpc finds what toolsift needs of a JSON-RPC message without decoding it: the
-// message may be too large, or nest too deeply, to decode.
+// Package jsonrpc reads JSON-RPC messages: newline-delimited lines with a size limit, a
+// message's envelope decoded once (Parse), and the id of a message too large to decode.
 package jsonrpc
 
 import (
@@ -17,34 +17,9 @@ var (
 	tailID = regexp.MustCompile(`[,{]\s*"id"\s*:\s*` + value + `\s*\}\s*$`)
 )
 
-// IDSpan returns where a message's top-level id value is, msg[start:end], if it is written
-// first or last; ok is false otherwise, or for no id.
-func IDSpan(msg []byte) (start, end int, ok bool) {
-	if m := headID.FindSubmatchIndex(msg); m != nil {
-		return m[2], m[3], true
-	}
-	if m := tailID.FindSubmatchIndex(msg); m != nil && isObject(msg) {
-		return m[2], m[3], true
-	}
-	return 0, 0, false
-}
-
-// isObject reports whether msg starts as a JSON object.
-func isObject(msg []byte) bool {
-	msg = bytes.TrimSpace(msg)
-	return len(msg) > 0 && msg[0] == '{'
-}
-
-// ID returns a message's top-level id as written (see IDSpan), or nil.
-func ID(msg []byte) []byte {
-	if start, end, ok := IDSpan(msg); ok {
-		return msg[start:end]
-	}
-	return nil
-}
-
-// IDOfEnds returns the top-level id of a message of which only the start (head) and the end
-// (tail) were kept, or nil.
+// IDOfEnds returns the top-level id of a message too large to read whole, of which only the
+// start (head) and the end (tail) were kept, if it is written first or last; or nil. It is
+// for answering that message with an error under its id.
 func IDOfEnds(head, tail []byte) []byte {
 	if m := headID.FindSubmatch(head); m != nil {
 		return m[1]
@@ -53,4 +28,10 @@ func IDOfEnds(head, tail []byte) []byte {
 		return m[1]
 	}
 	return nil
+}
+
+// isObject reports whether msg starts as a JSON object.
+func isObject(msg []byte) bool {
+	msg = bytes.TrimSpace(msg)
+	return len(msg) > 0 && msg[0] == '{'
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestID(t *testing.T) {
+func TestIDOfEnds(t *testing.T) {
 	tests := []struct{ msg, want string }{
 		{`{"jsonrpc":"2.0","id":7,"method":"ping"}`, `7`},
 		{`{"jsonrpc": "2.0", "method": "tools/call", "id": "a\"b", "params": {}}`, `"a\"b"`},
@@ -19,8 +19,8 @@ func TestID(t *testing.T) {
 		{`garbage`, ``},
 	}
 	for _, tt := range tests {
-		if got := string(ID([]byte(tt.msg))); got != tt.want {
-			t.Errorf("ID(%s) = %s, want %s", tt.msg, got, tt.want)
+		if got := string(IDOfEnds([]byte(tt.msg), []byte(tt.msg))); got != tt.want {
+			t.Errorf("IDOfEnds(%s) = %s, want %s", tt.msg, got, tt.want)
 		}
 	}
 	if got := string(IDOfEnds([]byte(`{"result":{"text":"xxx`), []byte(`xxx"},"jsonrpc":"2.0","id":9}`))); got != "9" {
@@ -50,5 +50,42 @@ func TestLines(t *testing.T) {
 	}
 	if _, _, _, err := l.Next(); err != io.EOF {
 		t.Errorf("after the last line: %v, want EOF", err)
+	}
+}
+
+// TestParse: the envelope as sent, ids exactly so, and every malformed kind named.
+func TestParse(t *testing.T) {
+	tests := []struct {
+		msg             string
+		id, method, bad string
+		request, answer bool
+		malformed       bool
+	}{
+		{msg: `{"jsonrpc":"2.0","id":7,"method":"ping"}`, id: `7`, method: "ping", request: true},
+		{msg: `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`, id: `123456789012345678901234567890`, method: "ping", request: true},
+		{msg: `{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, id: `9007199254740993`, method: "ping", request: true},
+		{msg: `{"jsonrpc":"2.0","id":-1.50,"method":"ping"}`, id: `-1.50`, method: "ping", request: true},
+		{msg: `{"jsonrpc":"2.0","id":"a\"b","method":"ping"}`, id: `"a\"b"`, method: "ping", request: true},
+		{msg: `{"jsonrpc":"2.0","id":3,"result":{}}`, id: `3`, answer: true},
+		{msg: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, method: "notifications/initialized"},
+		{msg: `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, method: "ping", bad: "id must be a string or an integer"},
+		{msg: `{"jsonrpc":"2.0","id":[1],"method":"ping"}`, method: "ping", bad: "id must be a string or an integer"},
+		{msg: `{"jsonrpc":"2.0","id":true,"method":"ping"}`, method: "ping", bad: "id must be a string or an integer"},
+		{msg: `{"jsonrpc":"2.0","id":1,"method":5}`, id: `1`, bad: "method must be a string"},
+		{msg: `[1,2]`, bad: "a JSON-RPC message is a JSON object"},
+		{msg: `{"jsonrpc":"2.0","id":1,"method":"ping"`, malformed: true},
+		{msg: `garbage`, malformed: true},
+	}
+	for _, tt := range tests {
+		m := Parse([]byte(tt.msg))
+		id := ""
+		if !m.ID.IsNil() {
+			b, _ := m.ID.MarshalJSON()
+			id = string(b)
+		}
+		if id != tt.id || m.Method != tt.method || m.Bad != tt.bad || m.Malformed != tt.malformed || m.IsRequest() != tt.request || m.IsAnswer() != tt.answer {
+			t.Errorf("Parse(%s) = id %s, method %q, bad %q, malformed %v, request %v, answer %v; want %s, %q, %q, %v, %v, %v",
+				tt.msg, id, m.Method, m.Bad, m.Malformed, m.IsRequest(), m.IsAnswer(), tt.id, tt.method, tt.bad, tt.malformed, tt.request, tt.answer)
+		}
 	}
 }

@@ -1,0 +1,7 @@
+package server
+
+// Common HTTP header constants used across server transports
+const (
+	HeaderKeySessionID       = "Mcp-Session-Id"
+	HeaderKeyProtocolVersion = "Mcp-Protocol-Version"
+)
