@@ -4,21 +4,16 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/toolsift/toolsift/internal/terminal"
+	"github.com/toolsift/toolsift/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		// An error can quote a remote's or a repo's text: escaped, it cannot act on the terminal.
-		fmt.Fprintln(os.Stderr, "toolsift:", terminal.Lines(err.Error()))
-		os.Exit(exitCode(err))
-	}
+	os.Exit(code)
 }

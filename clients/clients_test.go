@@ -126,7 +126,10 @@ func TestReadGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Read(%q) = %v", tt.file, err)
 			}
-			rendered := Render(imp, tt.opts.Home)
+			rendered, err := Render(imp, tt.opts.Home)
+			if err != nil {
+				t.Fatal(err)
+			}
 			loads(t, tt.name, rendered, imp)
 			golden(t, tt.name+".yaml", withWarnings(rendered, imp.Warnings))
 		})
@@ -152,7 +155,10 @@ func TestMergeAll(t *testing.T) {
 		imps = append(imps, imp)
 	}
 	imp := Merge(imps...)
-	rendered := Render(imp, testOpts.Home)
+	rendered, err := Render(imp, testOpts.Home)
+	if err != nil {
+		t.Fatal(err)
+	}
 	loads(t, "merged", rendered, imp)
 	golden(t, "merged.yaml", withWarnings(rendered, imp.Warnings))
 	if len(imp.Sources) != len(files) {
@@ -165,7 +171,10 @@ func TestRenderEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rendered := Render(imp, "")
+	rendered, err := Render(imp, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	loads(t, "empty", rendered, imp)
 	if !strings.Contains(string(rendered), "mcpServers: {}") {
 		t.Errorf("Render = %s, want mcpServers: {}", rendered)

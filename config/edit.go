@@ -10,17 +10,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Entry is a server to add to a configuration file: a stdio server (Command, Args, Env) or a
-// remote one (Type, URL, Headers).
-type Entry struct {
-	Command string
-	Args    []string
-	Env     map[string]string
-	Type    string // http or sse, for a URL
-	URL     string
-	Headers map[string]string
-}
-
 // ErrExists is returned by AddServer for a name the file already has.
 var ErrExists = errors.New("already in the configuration")
 
@@ -174,7 +163,6 @@ func insertInto(data []byte, doc, m, key, value *yaml.Node) ([]byte, error) {
 	return encodeDoc(doc)
 }
 
-func strNode(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
 // RemoveServer returns the configuration text data without the server name, and the rest
 // of the file as it was, the server's own comment lines aside.
@@ -256,49 +244,6 @@ func lastLine(n *yaml.Node) int {
 		last += strings.Count(strings.TrimRight(n.Value, "\n"), "\n") + 1
 	}
 	return last
-}
-
-// entryNode is e as a YAML mapping: lists and maps in flow style, as import writes them.
-func entryNode(e Entry) *yaml.Node {
-	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	add := func(k string, v *yaml.Node) {
-		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, v)
-	}
-	str := strNode
-	strMap := func(kv map[string]string) *yaml.Node {
-		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Style: yaml.FlowStyle}
-		keys := make([]string, 0, len(kv))
-		for k := range kv {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			n.Content = append(n.Content, str(k), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: kv[k], Style: yaml.DoubleQuotedStyle})
-		}
-		return n
-	}
-	if e.URL != "" {
-		if e.Type != "" {
-			add("type", str(e.Type))
-		}
-		add("url", str(e.URL))
-		if len(e.Headers) > 0 {
-			add("headers", strMap(e.Headers))
-		}
-		return m
-	}
-	add("command", str(e.Command))
-	if len(e.Args) > 0 {
-		args := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
-		for _, a := range e.Args {
-			args.Content = append(args.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: a, Style: yaml.DoubleQuotedStyle})
-		}
-		add("args", args)
-	}
-	if len(e.Env) > 0 {
-		add("env", strMap(e.Env))
-	}
-	return m
 }
 
 func mapping(k, v *yaml.Node) *yaml.Node {

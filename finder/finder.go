@@ -224,7 +224,8 @@ func (f *Finder) index(ctx context.Context) *indexed {
 type Request struct {
 	Query search.Query
 	// Text is the query as the model wrote it, for a Chooser.
-	Text  string
+	Text string
+	// Limit bounds the hits; 0 means every tool the ranking matched.
 	Limit int
 	// MaxGroup bounds the tools a group:NAME may find that are not always-load; 0 means
 	// no bound. (A session keeps only so many unlocked.)
@@ -308,7 +309,7 @@ func (f *Finder) Find(ctx context.Context, req Request) (Result, error) {
 	// Ranked a little deeper than asked where a Chooser may choose, when the words are
 	// unsure: a deeper ranking prunes less.
 	depth := req.Limit
-	if req.Choose != nil {
+	if req.Choose != nil && depth > 0 {
 		depth = max(depth, choiceCandidates)
 	}
 	hits, _ := f.rank(ctx, idx.ix, q, depth)
@@ -328,7 +329,9 @@ func (f *Finder) Find(ctx context.Context, req Request) (Result, error) {
 			}
 		}
 	}
-	res.Hits = res.Hits[:min(len(res.Hits), req.Limit)]
+	if req.Limit > 0 {
+		res.Hits = res.Hits[:min(len(res.Hits), req.Limit)]
+	}
 	return res, nil
 }
 

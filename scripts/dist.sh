@@ -41,7 +41,7 @@ for p in $platforms; do
   mkdir -p "$out"
   echo "building $os/$arch" >&2
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false \
-    -ldflags "-s -w -buildid= -X main.version=$VERSION -X main.commit=$commit" -o "$out/$exe" .
+    -ldflags "-s -w -buildid= -X github.com/toolsift/toolsift/cli.version=$VERSION -X github.com/toolsift/toolsift/cli.commit=$commit" -o "$out/$exe" .
   cp LICENSE NOTICE README.md "$out/"
 
   name=toolsift_${VERSION}_${os}_${arch}

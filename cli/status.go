@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -13,6 +13,14 @@ import (
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/upstream"
 )
+
+func init() {
+	register(command{
+		name: "status", synopsis: "[--config FILE] [--wait 30s]",
+		summary: "start every server, show each one's state, tools and last error; warms the catalog cache",
+		run:     noStdin(statusCmd),
+	})
+}
 
 // statusCmd starts the configured servers, waits for their first connection attempts, and
 // prints each one's state, tool count, cache age and last error: toolsift status --config F.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -66,39 +66,27 @@ func kindNames() string {
 	return strings.Join(names, ", ")
 }
 
+func init() {
+	register(command{
+		name: "import", summary: "write a toolsift config holding your clients' MCP servers (Claude, Cursor, VS Code, Gemini, Codex, opencode, Copilot)",
+		help: importUsage, run: noStdin(importCmd),
+	})
+}
+
+// importFlags are import's flags, checked.
+type importFlags struct {
+	kind         clients.Kind // --client
+	out          string       // -o
+	force, merge bool
+	files        []string
+}
+
 // importCmd prints a toolsift configuration holding the servers of the user's MCP clients:
 // toolsift import [--client NAME] [FILE...] [-o FILE] [--force].
 func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	client := fs.String("client", "", "")
-	out := fs.String("o", "", "")
-	force := fs.Bool("force", false, "")
-	merge := fs.Bool("merge", false, "")
-	files, done, err := parseFlags(fs, args, stdout)
+	f, done, err := parseImportFlags(args, stdout)
 	if done || err != nil {
 		return err
-	}
-	var kind clients.Kind
-	if *client != "" {
-		if kind, err = clients.ParseKind(*client); err != nil {
-			return fmt.Errorf("%w: --client: %v", errUsage, err)
-		}
-	}
-	if (*merge || *force) && *out == "" {
-		return fmt.Errorf("%w: --merge and --force go with -o FILE", errUsage)
-	}
-	if *merge && *force {
-		return fmt.Errorf("%w: give --merge (add what FILE lacks) or --force (replace FILE), not both", errUsage)
-	}
-	if *out != "" {
-		_, err := os.Stat(*out)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-		case err != nil:
-			return err
-		case !*force && !*merge:
-			return fmt.Errorf("%w: %s exists: pass --merge to add the servers it lacks, --force to replace it, or choose another -o FILE", errUsage, *out)
-		}
 	}
 	home, cwd := userDirs()
 	opts := clients.Options{Home: home, Dir: cwd}
@@ -106,52 +94,108 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		opts.State = state
 	}
 	show := func(p string) string { return showPath(p, home) }
+	imps, err := readClients(f, opts, show, stderr)
+	if err != nil {
+		return err
+	}
+	imp := clients.Merge(imps...)
+	reportImport(imp, show, stderr)
+	data, err := clients.Render(imp, home)
+	if err != nil {
+		return fmt.Errorf("writing the configuration: %w", err)
+	}
+	if f.out == "" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	return writeImport(ctx, f, data, len(imp.Servers), stderr)
+}
 
+func parseImportFlags(args []string, stdout io.Writer) (f importFlags, done bool, err error) {
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	client := fs.String("client", "", "")
+	fs.StringVar(&f.out, "o", "", "")
+	fs.BoolVar(&f.force, "force", false, "")
+	fs.BoolVar(&f.merge, "merge", false, "")
+	if f.files, done, err = parseFlags(fs, args, stdout); done || err != nil {
+		return f, done, err
+	}
+	if *client != "" {
+		if f.kind, err = clients.ParseKind(*client); err != nil {
+			return f, true, fmt.Errorf("%w: --client: %v", errUsage, err)
+		}
+	}
+	if (f.merge || f.force) && f.out == "" {
+		return f, true, fmt.Errorf("%w: --merge and --force go with -o FILE", errUsage)
+	}
+	if f.merge && f.force {
+		return f, true, fmt.Errorf("%w: give --merge (add what FILE lacks) or --force (replace FILE), not both", errUsage)
+	}
+	if f.out != "" {
+		_, err := os.Stat(f.out)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return f, true, err
+		case !f.force && !f.merge:
+			return f, true, fmt.Errorf("%w: %s exists: pass --merge to add the servers it lacks, --force to replace it, or choose another -o FILE", errUsage, f.out)
+		}
+	}
+	return f, false, nil
+}
+
+// readClients reads the files named, or else every client configuration found (of the
+// client asked for, if any).
+func readClients(f importFlags, opts clients.Options, show func(string) string, stderr io.Writer) ([]clients.Import, error) {
 	var imps []clients.Import
-	if len(files) > 0 {
-		for _, f := range files {
-			abs, err := filepath.Abs(f)
+	if len(f.files) > 0 {
+		for _, file := range f.files {
+			abs, err := filepath.Abs(file)
 			if err != nil {
-				return fmt.Errorf("%s: %w", f, err)
+				return nil, fmt.Errorf("%s: %w", file, err)
 			}
 			named := opts
 			named.Named = true
-			imp, _, err := clients.ReadBeforeSetup(abs, kind, named)
+			imp, _, err := clients.ReadBeforeSetup(abs, f.kind, named)
 			if errors.Is(err, clients.ErrUnknownFormat) {
-				return fmt.Errorf("%w; if it is one, say which client's with --client NAME (%s)", err, kindNames())
+				return nil, fmt.Errorf("%w; if it is one, say which client's with --client NAME (%s)", err, kindNames())
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
 			imps = append(imps, imp)
 		}
-	} else {
-		sources := clients.Find(home, cwd)
-		if kind != "" {
-			sources = slices.DeleteFunc(sources, func(s clients.Source) bool { return s.Kind != kind })
-		}
-		if len(sources) == 0 {
-			what := "no MCP client configuration"
-			if kind != "" {
-				what = "no " + kind.Title() + " configuration"
-			}
-			return fmt.Errorf("%s found in %s or %s: name the files to read (toolsift import FILE...), see toolsift import -h", what, show(home), cwd)
-		}
-		for _, src := range sources {
-			imp, switched, err := clients.ReadBeforeSetup(src.Path, src.Kind, opts)
-			if err != nil {
-				// One broken file should not keep the others from being imported, but it
-				// must not go unnoticed either.
-				fmt.Fprintf(stderr, "toolsift: not read, its servers are not in the output: %v\n", err)
-				continue
-			}
-			if switched {
-				fmt.Fprintf(stderr, "toolsift: %s was switched to toolsift by setup: read as it was, with the servers setup moved\n", show(src.Path))
-			}
-			imps = append(imps, imp)
-		}
+		return imps, nil
 	}
-	imp := clients.Merge(imps...)
+	sources := clients.Find(opts.Home, opts.Dir)
+	if f.kind != "" {
+		sources = slices.DeleteFunc(sources, func(s clients.Source) bool { return s.Kind != f.kind })
+	}
+	if len(sources) == 0 {
+		what := "no MCP client configuration"
+		if f.kind != "" {
+			what = "no " + f.kind.Title() + " configuration"
+		}
+		return nil, fmt.Errorf("%s found in %s or %s: name the files to read (toolsift import FILE...), see toolsift import -h", what, show(opts.Home), opts.Dir)
+	}
+	for _, src := range sources {
+		imp, switched, err := clients.ReadBeforeSetup(src.Path, src.Kind, opts)
+		if err != nil {
+			// One broken file should not keep the others from being imported, but it must
+			// not go unnoticed either.
+			fmt.Fprintf(stderr, "toolsift: not read, its servers are not in the output: %v\n", err)
+			continue
+		}
+		if switched {
+			fmt.Fprintf(stderr, "toolsift: %s was switched to toolsift by setup: read as it was, with the servers setup moved\n", show(src.Path))
+		}
+		imps = append(imps, imp)
+	}
+	return imps, nil
+}
+
+// reportImport tells stderr what was read from each file, and what was not taken.
+func reportImport(imp clients.Import, show func(string) string, stderr io.Writer) {
 	for _, src := range imp.Sources {
 		n := 0
 		for _, s := range imp.Servers {
@@ -164,31 +208,31 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, w := range imp.Warnings {
 		fmt.Fprintf(stderr, "toolsift: %s\n", show(w.String()))
 	}
-	data := clients.Render(imp, home)
-	if *out == "" {
-		_, err := stdout.Write(data)
-		return err
-	}
-	wrote := len(imp.Servers)
+}
+
+// writeImport writes the imported configuration, data, to -o: a new file, or merged into
+// the one there (--merge), or in its place (--force) if that drops none of its servers.
+func writeImport(ctx context.Context, f importFlags, data []byte, servers int, stderr io.Writer) error {
+	wrote := servers
 	var added []string
 	merged := false
 	// The file is read again under the edit's lock: what another process wrote since the
-	// check above is merged, or kept from being dropped, not overwritten.
-	err = config.Edit(ctx, *out, func(existing []byte) ([]byte, error) {
+	// check of the flags is merged, or kept from being dropped, not overwritten.
+	err := config.Edit(ctx, f.out, func(existing []byte) ([]byte, error) {
 		switch {
-		case *merge && existing != nil:
+		case f.merge && existing != nil:
 			text, names, err := config.MergeServers(existing, data)
 			if err != nil {
-				return nil, fmt.Errorf("merging into %s: %w", *out, err)
+				return nil, fmt.Errorf("merging into %s: %w", f.out, err)
 			}
 			added, merged = names, true
 			return text, nil
-		case existing != nil && !*force:
-			return nil, fmt.Errorf("%w: %s exists: pass --merge to add the servers it lacks, --force to replace it, or choose another -o FILE", errUsage, *out)
+		case existing != nil && !f.force:
+			return nil, fmt.Errorf("%w: %s exists: pass --merge to add the servers it lacks, --force to replace it, or choose another -o FILE", errUsage, f.out)
 		case existing != nil:
 			if lost := droppedServers(existing, data); len(lost) > 0 {
 				return nil, fmt.Errorf("%s has %s that the import does not: %s; replacing it would drop them. Pass --merge to add what it lacks instead, or take them out first (toolsift remove NAME)",
-					*out, plural(len(lost), "server"), strings.Join(lost, ", "))
+					f.out, plural(len(lost), "server"), strings.Join(lost, ", "))
 			}
 		}
 		// 0600 for a new file: literal values such as API keys are copied as they were.
@@ -200,13 +244,13 @@ func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if merged {
 		wrote = len(added)
 		if len(added) == 0 {
-			fmt.Fprintf(stderr, "toolsift: %s already has every server imported: nothing to add\n", *out)
+			fmt.Fprintf(stderr, "toolsift: %s already has every server imported: nothing to add\n", f.out)
 			return nil
 		}
-		fmt.Fprintf(stderr, "toolsift: adding to %s: %s\n", *out, strings.Join(added, ", "))
+		fmt.Fprintf(stderr, "toolsift: adding to %s: %s\n", f.out, strings.Join(added, ", "))
 	}
 	fmt.Fprintf(stderr, "toolsift: wrote %s to %s; check them with toolsift status --config %s, then switch a client: toolsift setup CLIENT\n",
-		plural(wrote, "server"), *out, *out)
+		plural(wrote, "server"), f.out, f.out)
 	return nil
 }
 

@@ -1,23 +1,23 @@
-package main
+// Package cli is toolsift's command line. Each command lives in a file of its own and
+// registers itself (register) in the table that the dispatch and the usage text are made
+// from; the helpers the commands share (flags here, finding and trusting a config in
+// configfile.go, the build's version in version.go) call no command.
+package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
+	"slices"
 	"strings"
 
 	"golang.org/x/term"
-)
 
-// version and commit are set by a release build (scripts/dist.sh) with -ldflags
-// "-X main.version=… -X main.commit=…"; otherwise they come from the build info: the module
-// version of go install …@vX.Y.Z, or the checkout's commit of go build.
-var version, commit = "", ""
+	"github.com/toolsift/toolsift/internal/terminal"
+)
 
 // command is one subcommand of the CLI.
 type command struct {
@@ -30,62 +30,47 @@ type command struct {
 	run  func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
 }
 
-// commands lists the CLI's subcommands; the usage text is made from it. It is a function
-// because the commands' own usage refers back to it.
-func commands() []command {
-	return []command{{
-		name: "serve", synopsis: "[--config FILE] [--listen ADDR] [--log-level LEVEL]",
-		summary: "serve MCP on stdio, as a client starts it (the default command), or streamable HTTP with --listen",
-		run:     serve,
-	}, {
-		name: "import", summary: "write a toolsift config holding your clients' MCP servers (Claude, Cursor, VS Code, Gemini, Codex, opencode, Copilot)",
-		help: importUsage, run: noStdin(importCmd),
-	}, {
-		name: "setup", summary: "point a client at toolsift in place of its servers, keeping a backup; --undo switches back",
-		help: setupUsage, run: noStdin(setupCmd),
-	}, {
-		name: "add", summary: "add a server to the configuration: add NAME -- COMMAND ARGS..., or add NAME --url URL",
-		help: addUsage, run: noStdin(addCmd),
-	}, {
-		name: "remove", summary: "take a server out of the configuration",
-		help: removeUsage, run: noStdin(removeCmd),
-	}, {
-		name: "list", summary: "print the configuration toolsift serves and its servers, without starting them",
-		help: listUsage, run: noStdin(listCmd),
-	}, {
-		name: "auth", summary: "sign in to, and out of, the remote servers that ask for OAuth (login NAME, status, logout NAME)",
-		help: authUsage, run: noStdin(authCmd),
-	}, {
-		name: "trust", summary: "approve a folder's toolsift.yaml, so that toolsift runs its servers there",
-		help: trustUsage, run: func(_ context.Context, args []string, stdin io.Reader, stdout, _ io.Writer) error {
-			return trustCmd(args, stdin, stdout)
-		},
-	}, {
-		name: "status", synopsis: "[--config FILE] [--wait 30s]",
-		summary: "start every server, show each one's state, tools and last error; warms the catalog cache",
-		run:     noStdin(statusCmd),
-	}, {
-		name: "search", synopsis: "[--config FILE | --tools FILE...] [-n 10] QUERY",
-		summary: "print the tools a query finds, ranked as tool_search ranks them",
-		run:     noStdin(searchCmd),
-	}, {
-		name: "eval", synopsis: "--cases FILE [--config FILE | --tools FILE...] [--k 1,3,5] [--min 5=0.9] [--json]",
-		summary: "measure search recall@k and MRR on labelled queries",
-		run:     noStdin(evalCmd),
-	}, {
-		name: "version", summary: "print the version",
-		run: func(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
-			fs := flag.NewFlagSet("version", flag.ContinueOnError)
-			if _, done, err := parseFlags(fs, args, stdout); done || err != nil {
-				return err
-			}
-			fmt.Fprintln(stdout, versionLine())
-			return nil
-		},
-	}, {
+// commands holds the CLI's subcommands by name. Each command's file registers it (register,
+// from its init); the dispatch and the usage text are made from it.
+var commands = map[string]command{}
+
+func register(c command) {
+	if _, dup := commands[c.name]; dup {
+		panic("cli: command " + c.name + " registered twice")
+	}
+	commands[c.name] = c
+}
+
+// listed is the order of the usage text's list of commands: what a newcomer needs first.
+// A command not named here comes after them, by name.
+var listed = []string{"serve", "import", "setup", "add", "remove", "list", "auth", "trust", "status", "search", "eval", "version", "help"}
+
+// ordered returns the registered commands in the usage text's order.
+func ordered() []command {
+	var out []command
+	for _, name := range listed {
+		if c, ok := commands[name]; ok {
+			out = append(out, c)
+		}
+	}
+	var rest []string
+	for name := range commands {
+		if !slices.Contains(listed, name) {
+			rest = append(rest, name)
+		}
+	}
+	slices.Sort(rest)
+	for _, name := range rest {
+		out = append(out, commands[name])
+	}
+	return out
+}
+
+func init() {
+	register(command{
 		name: "help", synopsis: "[COMMAND]", summary: "show this text, or a command's flags",
 		run: help,
-	}}
+	})
 }
 
 func noStdin(f func(ctx context.Context, args []string, stdout, stderr io.Writer) error) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
@@ -95,19 +80,15 @@ func noStdin(f func(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 func lookup(name string) (command, bool) {
-	for _, c := range commands() {
-		if c.name == name {
-			return c, true
-		}
-	}
-	return command{}, false
+	c, ok := commands[name]
+	return c, ok
 }
 
 // usage is the CLI's help text.
 func usage() string {
 	var b strings.Builder
 	b.WriteString("toolsift: one MCP server in front of many, with tools unlocked by search.\n\nUsage: toolsift [COMMAND] [FLAGS]\n\nCommands:\n")
-	for _, c := range commands() {
+	for _, c := range ordered() {
 		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
 	}
 	b.WriteString(`
@@ -152,6 +133,12 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (rest []strin
 	}
 }
 
+// repeated is a flag that may be given many times.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ", ") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+
 func printFlags(w io.Writer, fs *flag.FlagSet) {
 	c, _ := lookup(fs.Name())
 	if c.help != "" {
@@ -179,7 +166,19 @@ func exitCode(err error) int {
 	return 1
 }
 
-// run is the whole program: main only adds signals and the exit status.
+// Main runs the command line and returns the process's exit status. An error is printed
+// to stderr escaped: it can quote a remote's or a repo's text, which must not act on the
+// terminal.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := run(ctx, args, stdin, stdout, stderr)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "toolsift:", terminal.Lines(err.Error()))
+	return exitCode(err)
+}
+
+// run is the whole program but for printing its error.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 && isTerminal(stdin) {
 		// A person typed "toolsift": a client never starts it on a terminal.
@@ -212,51 +211,4 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-func buildVersion() string {
-	v, _ := build()
-	return v
-}
-
-// versionLine is what toolsift --version prints: the version, and the commit when known,
-// so that a bug report says which build it came from.
-func versionLine() string {
-	v, c := build()
-	if c == "" {
-		return "toolsift " + v
-	}
-	return "toolsift " + v + " (commit " + c + ")"
-}
-
-// build returns the version and commit this binary was built from: those stamped by a
-// release build, else what the Go toolchain recorded.
-func build() (v, c string) {
-	v, c = version, commit
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return cmp.Or(v, "dev"), c
-	}
-	return buildInfo(v, c, info)
-}
-
-func buildInfo(v, c string, info *debug.BuildInfo) (string, string) {
-	if v == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		v = info.Main.Version
-	}
-	modified := false
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			if c == "" {
-				c = s.Value[:min(12, len(s.Value))]
-			}
-		case "vcs.modified":
-			modified = s.Value == "true"
-		}
-	}
-	if c != "" && modified && !strings.HasSuffix(c, "+dirty") {
-		c += "+dirty"
-	}
-	return cmp.Or(v, "dev"), c
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -14,6 +14,14 @@ import (
 
 	"github.com/toolsift/toolsift/search"
 )
+
+func init() {
+	register(command{
+		name: "eval", synopsis: "--cases FILE [--config FILE | --tools FILE...] [--k 1,3,5] [--min 5=0.9] [--json]",
+		summary: "measure search recall@k and MRR on labelled queries",
+		run:     noStdin(evalCmd),
+	})
+}
 
 // evalCmd measures recall@k and MRR of labelled cases: toolsift eval --cases FILE [flags].
 func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -48,7 +56,8 @@ func evalCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer r.close()
-	rep, err := search.Evaluate(r, cases, ks)
+	// Through Find, as tool_search finds tools for a client that cannot sample.
+	rep, err := search.Evaluate(r.f.Ranker(ctx), cases, ks)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *casesFile, err)
 	}

@@ -1,10 +1,11 @@
-package main
+package cli
 
 import (
 	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -97,5 +98,49 @@ func TestRunServesStdio(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "serving on stdio") {
 		t.Errorf("stderr = %q, want logs there", stderr.String())
+	}
+}
+
+// TestSearchFindsAsToolSearch: the search command finds through finder.Find, so select:
+// and group: work there as for the model, and a plain query ranks.
+func TestSearchFindsAsToolSearch(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "gh.json")
+	tools := `{"tools":[
+		{"name":"create_issue","description":"Create an issue in a repository.","inputSchema":{"type":"object"}},
+		{"name":"list_issues","description":"List the issues of a repository.","inputSchema":{"type":"object"}},
+		{"name":"get_me","description":"Get the signed-in user.","inputSchema":{"type":"object"}}]}`
+	if err := os.WriteFile(file, []byte(tools), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		query string
+		want  []string // the names printed, in order
+		why   string
+	}{
+		{"create issue", []string{"gh__create_issue"}, ""},
+		{"select:gh__get_me,gh__list_issues", []string{"gh__get_me", "gh__list_issues"}, "(select)"},
+		{"group:gh", []string{"gh__create_issue", "gh__list_issues", "gh__get_me"}, "(group)"},
+		{"select:gh__nope", nil, ""},
+	}
+	for _, tt := range tests {
+		var out, errs strings.Builder
+		err := run(context.Background(), append([]string{"search", "--tools", file}, strings.Fields(tt.query)...), nil, &out, &errs)
+		if err != nil {
+			t.Errorf("search %s: %v (%s)", tt.query, err, errs.String())
+			continue
+		}
+		var names []string
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if f := strings.Fields(line); len(f) > 2 && f[0] != "unknown:" {
+				names = append(names, f[2])
+			}
+		}
+		if len(tt.want) > 0 && !slices.Equal(names[:min(len(names), len(tt.want))], tt.want) || tt.why != "" && !strings.Contains(out.String(), tt.why) {
+			t.Errorf("search %s printed\n%s\nwant %v first, marked %q", tt.query, out.String(), tt.want, tt.why)
+		}
+		if tt.want == nil && !strings.Contains(out.String(), "unknown: gh__nope") {
+			t.Errorf("search %s printed\n%s\nwant the unknown name", tt.query, out.String())
+		}
 	}
 }

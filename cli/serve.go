@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"cmp"
@@ -20,6 +20,14 @@ import (
 	"github.com/toolsift/toolsift/proxy"
 	"github.com/toolsift/toolsift/upstream"
 )
+
+func init() {
+	register(command{
+		name: "serve", synopsis: "[--config FILE] [--listen ADDR] [--log-level LEVEL]",
+		summary: "serve MCP on stdio, as a client starts it (the default command), or streamable HTTP with --listen",
+		run:     serve,
+	})
+}
 
 func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -12,21 +12,13 @@ import (
 	"github.com/toolsift/toolsift/embedding"
 	"github.com/toolsift/toolsift/finder"
 	"github.com/toolsift/toolsift/internal/redact"
-	"github.com/toolsift/toolsift/search"
 	"github.com/toolsift/toolsift/upstream"
 )
-
-// listFlag collects a repeatable string flag.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // catalogFlags are the flags that say where search and eval get their tools.
 type catalogFlags struct {
 	config string
-	tools  listFlag
+	tools  repeated
 	wait   time.Duration
 }
 
@@ -36,10 +28,9 @@ func (c *catalogFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.wait, "wait", 60*time.Second, "with --config, how long to wait for servers to start, and then for tool vectors (search.embeddings)")
 }
 
-// ranking is what search and eval rank with: the finder's ranking, by words or, with
-// search.embeddings configured, by words and meaning.
+// ranking is what search and eval find tools with: the finder tool_search uses, ranking
+// by words or, with search.embeddings configured, by words and meaning.
 type ranking struct {
-	search.Ranker
 	f   *finder.Finder
 	emb *embedding.Engine // nil without embeddings
 }
@@ -79,7 +70,7 @@ func (c *catalogFlags) ranking(ctx context.Context, stderr io.Writer) (ranking, 
 			all = append(all, tools...)
 		}
 		f := finder.New(finder.Static{Tools: upstream.NewCatalog(all)}, finder.Options{IndexDelay: -1})
-		return ranking{Ranker: f.Ranker(ctx), f: f}, nil
+		return ranking{f: f}, nil
 	}
 	cfg, err := loadConfig(c.config, warnTo(stderr))
 	if c.config == "" && err != nil {
@@ -117,46 +108,5 @@ func (c *catalogFlags) ranking(ctx context.Context, stderr io.Writer) (ranking, 
 			fmt.Fprintf(stderr, "toolsift: embeddings: %v; those tools rank by words alone\n", err)
 		}
 	}
-	return ranking{Ranker: f.Ranker(ctx), f: f, emb: emb}, nil
-}
-
-// searchCmd prints the ranked tools for a query: toolsift search [flags] QUERY.
-func searchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("search", flag.ContinueOnError)
-	var cat catalogFlags
-	cat.register(fs)
-	n := fs.Int("n", 10, "how many tools to print")
-	rest, done, err := parseFlags(fs, args, stdout)
-	if done || err != nil {
-		return err
-	}
-	query := strings.Join(rest, " ")
-	if strings.TrimSpace(query) == "" {
-		return fmt.Errorf("%w: no query: put it after the flags, as in: toolsift search create issue (add --config FILE for another configuration)", errUsage)
-	}
-	q, err := search.ParseQuery(query)
-	if err != nil {
-		return fmt.Errorf("%w: query %q: %v: give words a tool's name or description would hold, as in: toolsift search create issue (+word requires a word, server:NAME searches one server, select:a,b fetches by name)", errUsage, query, err)
-	}
-	if q.Group != "" {
-		return fmt.Errorf("%w: group:%s unlocks tools in a client's session and ranks nothing; to see a server's tools here, search server:%s with a word or two", errUsage, q.Group, q.Group)
-	}
-	r, err := cat.ranking(ctx, stderr)
-	if err != nil {
-		return err
-	}
-	defer r.close()
-	hits, unknown := r.Search(q, *n)
-	r.report(stderr, 1)
-	for i, h := range hits {
-		d, _ := r.Doc(h.Name)
-		fmt.Fprintf(stdout, "%3d %8.3f  %-45s %s\n", i+1, h.Score, h.Name, search.FirstLine(d.Description, 80))
-	}
-	for _, u := range unknown {
-		fmt.Fprintf(stdout, "unknown: %s\n", u)
-	}
-	if len(hits) == 0 {
-		fmt.Fprintln(stdout, "no tool matched")
-	}
-	return nil
+	return ranking{f: f, emb: emb}, nil
 }

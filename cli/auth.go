@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -44,6 +44,13 @@ Flags:
   --no-browser    print the address only, to open by hand (on another machine, say)
   --timeout D     how long login waits for the browser (default 5m)
 `
+
+func init() {
+	register(command{
+		name: "auth", summary: "sign in to, and out of, the remote servers that ask for OAuth (login NAME, status, logout NAME)",
+		help: authUsage, run: noStdin(authCmd),
+	})
+}
 
 func authCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("auth", flag.ContinueOnError)

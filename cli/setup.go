@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"cmp"
@@ -55,135 +55,185 @@ Typically: toolsift import -o ~/.config/toolsift/config.yaml
            toolsift setup claude-code
 `
 
+func init() {
+	register(command{
+		name: "setup", summary: "point a client at toolsift in place of its servers, keeping a backup; --undo switches back",
+		help: setupUsage, run: noStdin(setupCmd),
+	})
+}
+
+// setupRun is one setup: its flags, checked, and where things are.
+type setupRun struct {
+	kind                 clients.Kind
+	configFlag, fileFlag string // --config, --file as given
+	undo, dryRun, force  bool
+	command              string // --command
+	file                 string // the client's configuration file
+	opts                 clients.Options
+	show                 func(string) string
+}
+
 // setupCmd switches a client to toolsift, or back:
 // toolsift setup CLIENT [--config FILE] [--file CLIENTFILE] [--undo] [--dry-run].
 func setupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("setup", flag.ContinueOnError)
-	configFile := fs.String("config", "", "")
-	clientFile := fs.String("file", "", "")
-	undo := fs.Bool("undo", false, "")
-	dryRun := fs.Bool("dry-run", false, "")
-	force := fs.Bool("force", false, "")
-	command := fs.String("command", "", "")
-	pos, done, err := parseFlags(fs, args, stdout)
+	r, done, err := parseSetup(args, stdout)
 	if done || err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: name one client: toolsift setup CLIENT, where CLIENT is one of %s", errUsage, kindNames())
-	}
-	kind, err := clients.ParseKind(pos[0])
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	home, cwd := userDirs()
-	state, err := dirs.State()
-	if err != nil {
-		return fmt.Errorf("no folder to keep the backup in: %w", err)
-	}
-	opts := clients.Options{Home: home, Dir: cwd, State: state}
-	file := *clientFile
-	if file == "" {
-		if home == "" {
-			return fmt.Errorf("%w: no home directory to find %s's configuration in: pass --file CLIENTFILE", errUsage, kind.Title())
-		}
-		file = clients.DefaultFile(kind, home, cwd)
-	} else if file, err = filepath.Abs(file); err != nil {
-		return err
-	}
-	show := func(p string) string { return showPath(p, home) }
-	if *undo {
-		projects := kind == clients.ClaudeCode && *clientFile == ""
-		err := undoSetup(kind, file, opts, *dryRun, stdout, show)
+	// Claude Code's projects are switched too, unless one file was named.
+	projects := r.kind == clients.ClaudeCode && r.fileFlag == ""
+	if r.undo {
+		err := undoSetup(r.kind, r.file, r.opts, r.dryRun, stdout, r.show)
 		if projects && errors.Is(err, clients.ErrNothingToUndo) {
 			// The projects' handovers may still be there to undo.
-			fmt.Fprintf(stdout, "%s: %s: %v\n", kind, show(file), err)
+			fmt.Fprintf(stdout, "%s: %s: %v\n", r.kind, r.show(r.file), err)
 			err = nil
 		}
 		if err != nil || !projects {
 			return err
 		}
-		return undoProjects(opts, *dryRun, stdout, show)
+		return undoProjects(r.opts, r.dryRun, stdout, r.show)
 	}
-
-	cfgFile, err := findConfig(*configFile, warnTo(stderr))
+	cfgFile, unset, err := r.config(stderr)
 	if err != nil {
-		return fmt.Errorf("%w; or make one from your clients' servers: toolsift import -o %s", err,
-			show(filepath.Join(cmp.Or(os.Getenv("XDG_CONFIG_HOME"), filepath.Join(home, ".config")), "toolsift", "config.yaml")))
-	}
-	if cfgFile, err = filepath.Abs(cfgFile); err != nil {
 		return err
 	}
-	if _, err := os.Stat(cfgFile); err != nil {
-		return fmt.Errorf("--config %s: %w: make it from your clients' servers with toolsift import -o %s", show(cfgFile), err, show(cfgFile))
-	}
-	unset, err := checkConfig(cfgFile)
+	entry, err := r.entry(cfgFile)
 	if err != nil {
-		return fmt.Errorf("the client could not start toolsift with this configuration: fix it, then run setup again: %w", err)
-	}
-	cfg := unset.cfg
-	var entry clients.Entry
-	if *command != "" {
-		entry = clients.Entry{Command: *command, Args: []string{"--config", cfgFile}}
-	} else {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("finding toolsift's own path: %w; pass --command PATH", err)
-		}
-		if entry, err = startEntry(exe, runtime.GOOS, buildVersion(), cfgFile, exec.LookPath); err != nil {
-			return err
-		}
+		return err
 	}
 	// A client may write its file while setup does (Claude Code keeps its state in
 	// ~/.claude.json): Apply then writes nothing, and setup starts over from the new file.
 	for attempt := 1; ; attempt++ {
-		ch, err := clients.PlanSetup(file, kind, entry, opts)
-		if errors.Is(err, clients.ErrStaleBackup) {
-			return fmt.Errorf("%w: to restore it run toolsift setup %s --undo --file %s", err, kind, file)
-		}
+		ch, missing, err := r.plan(entry, cfgFile, unset.cfg)
 		if err != nil {
 			return err
 		}
-		var missing []string
-		for _, s := range ch.Moved {
-			// A project's server is served from that project's servers (see Render).
-			served := cfg.Servers
-			if dir := s.ProjectDir(); dir != "" {
-				served = cfg.Projects[filepath.Clean(dir)]
-			}
-			if !slices.ContainsFunc(served, func(c config.Server) bool { return c.Name == s.Name }) {
-				missing = append(missing, s.Name)
-			}
-		}
-		if len(missing) > 0 && !*force {
-			return fmt.Errorf("%s has servers that are not in %s: %s; setup would take them out of %s: add them first (toolsift import --client %s %s, and merge its output into %s), or pass --force (setup keeps them, and --undo puts them back)",
-				show(file), show(cfgFile), strings.Join(missing, ", "), kind.Title(), kind, show(file), show(cfgFile))
-		}
-		if !ch.Changed() && !*dryRun {
-			fmt.Fprintf(stdout, "%s: %s\nAlready switched: nothing to change.\n", kind, show(file))
-			if kind == clients.ClaudeCode && *clientFile == "" {
-				return setupProjects(cfg, cwd, opts, false, stdout, show)
+		if !ch.Changed() && !r.dryRun {
+			fmt.Fprintf(stdout, "%s: %s\nAlready switched: nothing to change.\n", r.kind, r.show(r.file))
+			if projects {
+				return setupProjects(unset.cfg, r.opts.Dir, r.opts, false, stdout, r.show)
 			}
 			return nil
 		}
-		if !*dryRun {
+		if !r.dryRun {
 			err = ch.Apply()
 			if errors.Is(err, clients.ErrChanged) && attempt < 3 {
-				fmt.Fprintf(stderr, "toolsift: %s changed while setup was writing it; starting over\n", show(file))
+				fmt.Fprintf(stderr, "toolsift: %s changed while setup was writing it; starting over\n", r.show(r.file))
 				continue
 			}
 			if err != nil {
 				return err
 			}
 		}
-		project := kind == clients.ClaudeCode && *clientFile == ""
-		reportSetup(stdout, ch, setupReport{kind: kind, file: file, cfgFile: cfgFile, entry: entry, missing: missing,
-			unset: unset.vars, dryRun: *dryRun, fileFlag: fileFlag(*clientFile, file, show), show: show, others: otherFiles(kind, file, home, cwd, opts, project)})
-		if project {
-			return setupProjects(cfg, cwd, opts, *dryRun, stdout, show)
+		reportSetup(stdout, ch, setupReport{kind: r.kind, file: r.file, cfgFile: cfgFile, entry: entry, missing: missing,
+			unset: unset.vars, dryRun: r.dryRun, fileFlag: fileFlag(r.fileFlag, r.file, r.show), show: r.show,
+			others: otherFiles(r.kind, r.file, r.opts.Home, r.opts.Dir, r.opts, projects)})
+		if projects {
+			return setupProjects(unset.cfg, r.opts.Dir, r.opts, r.dryRun, stdout, r.show)
 		}
 		return nil
 	}
+}
+
+// parseSetup reads setup's flags and finds the client's file.
+func parseSetup(args []string, stdout io.Writer) (r setupRun, done bool, err error) {
+	fs := flag.NewFlagSet("setup", flag.ContinueOnError)
+	fs.StringVar(&r.configFlag, "config", "", "")
+	fs.StringVar(&r.fileFlag, "file", "", "")
+	fs.BoolVar(&r.undo, "undo", false, "")
+	fs.BoolVar(&r.dryRun, "dry-run", false, "")
+	fs.BoolVar(&r.force, "force", false, "")
+	fs.StringVar(&r.command, "command", "", "")
+	pos, done, err := parseFlags(fs, args, stdout)
+	if done || err != nil {
+		return r, done, err
+	}
+	if len(pos) != 1 {
+		return r, true, fmt.Errorf("%w: name one client: toolsift setup CLIENT, where CLIENT is one of %s", errUsage, kindNames())
+	}
+	if r.kind, err = clients.ParseKind(pos[0]); err != nil {
+		return r, true, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	home, cwd := userDirs()
+	state, err := dirs.State()
+	if err != nil {
+		return r, true, fmt.Errorf("no folder to keep the backup in: %w", err)
+	}
+	r.opts = clients.Options{Home: home, Dir: cwd, State: state}
+	r.show = func(p string) string { return showPath(p, home) }
+	switch r.file = r.fileFlag; {
+	case r.file == "" && home == "":
+		return r, true, fmt.Errorf("%w: no home directory to find %s's configuration in: pass --file CLIENTFILE", errUsage, r.kind.Title())
+	case r.file == "":
+		r.file = clients.DefaultFile(r.kind, home, cwd)
+	default:
+		if r.file, err = filepath.Abs(r.file); err != nil {
+			return r, true, err
+		}
+	}
+	return r, false, nil
+}
+
+// config finds the configuration the client is to start toolsift with, and checks that it
+// would start.
+func (r setupRun) config(stderr io.Writer) (string, checkedConfig, error) {
+	cfgFile, err := findConfig(r.configFlag, warnTo(stderr))
+	if err != nil {
+		return "", checkedConfig{}, fmt.Errorf("%w; or make one from your clients' servers: toolsift import -o %s", err,
+			r.show(filepath.Join(cmp.Or(os.Getenv("XDG_CONFIG_HOME"), filepath.Join(r.opts.Home, ".config")), "toolsift", "config.yaml")))
+	}
+	if cfgFile, err = filepath.Abs(cfgFile); err != nil {
+		return "", checkedConfig{}, err
+	}
+	if _, err := os.Stat(cfgFile); err != nil {
+		return "", checkedConfig{}, fmt.Errorf("--config %s: %w: make it from your clients' servers with toolsift import -o %s", r.show(cfgFile), err, r.show(cfgFile))
+	}
+	unset, err := checkConfig(cfgFile)
+	if err != nil {
+		return "", checkedConfig{}, fmt.Errorf("the client could not start toolsift with this configuration: fix it, then run setup again: %w", err)
+	}
+	return cfgFile, unset, nil
+}
+
+// entry is the client's entry that starts toolsift with cfgFile.
+func (r setupRun) entry(cfgFile string) (clients.Entry, error) {
+	if r.command != "" {
+		return clients.Entry{Command: r.command, Args: []string{"--config", cfgFile}}, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return clients.Entry{}, fmt.Errorf("finding toolsift's own path: %w; pass --command PATH", err)
+	}
+	return startEntry(exe, runtime.GOOS, buildVersion(), cfgFile, exec.LookPath)
+}
+
+// plan plans the switch, and refuses one that would take servers out of the client that
+// the configuration lacks (unless --force).
+func (r setupRun) plan(entry clients.Entry, cfgFile string, cfg *config.Config) (*clients.Change, []string, error) {
+	ch, err := clients.PlanSetup(r.file, r.kind, entry, r.opts)
+	if errors.Is(err, clients.ErrStaleBackup) {
+		return nil, nil, fmt.Errorf("%w: to restore it run toolsift setup %s --undo --file %s", err, r.kind, r.file)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var missing []string
+	for _, s := range ch.Moved {
+		// A project's server is served from that project's servers (see Render).
+		served := cfg.Servers
+		if dir := s.ProjectDir(); dir != "" {
+			served = cfg.Projects[filepath.Clean(dir)]
+		}
+		if !slices.ContainsFunc(served, func(c config.Server) bool { return c.Name == s.Name }) {
+			missing = append(missing, s.Name)
+		}
+	}
+	if len(missing) > 0 && !r.force {
+		return nil, nil, fmt.Errorf("%s has servers that are not in %s: %s; setup would take them out of %s: add them first (toolsift import --client %s %s, and merge its output into %s), or pass --force (setup keeps them, and --undo puts them back)",
+			r.show(r.file), r.show(cfgFile), strings.Join(missing, ", "), r.kind.Title(), r.kind, r.show(r.file), r.show(cfgFile))
+	}
+	return ch, missing, nil
 }
 
 type setupReport struct {
