@@ -269,7 +269,21 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 	if root.Kind != yaml.MappingNode {
 		return nil, &Error{File: file, Line: root.Line, Msg: "want a mapping with an mcpServers key, got " + kindName(root)}
 	}
-	var servers, projects *yaml.Node
+	servers, projects := p.top(cfg, root)
+	p.servers(cfg, root, servers, projects)
+	if len(p.errs) > 0 {
+		// Top-level keys are checked before the servers: report in the file's order.
+		slices.SortStableFunc(p.errs, func(a, b error) int {
+			return cmp.Compare(a.(*Error).Line, b.(*Error).Line)
+		})
+		return nil, errors.Join(p.errs...)
+	}
+	return cfg, nil
+}
+
+// top reads the top-level keys into cfg, and returns the nodes of the servers and of the
+// projects' servers, read next.
+func (p *parser) top(cfg *Config, root *yaml.Node) (servers, projects *yaml.Node) {
 	p.fields(root, "", func(key string, val *yaml.Node, at string) {
 		switch key {
 		case "mcpServers":
@@ -333,6 +347,12 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 			p.unknownKey(val, at, key, topKeys)
 		}
 	})
+	return servers, projects
+}
+
+// servers reads the servers of every folder, then the projects' (see projects), and checks
+// them.
+func (p *parser) servers(cfg *Config, root, servers, projects *yaml.Node) {
 	if servers == nil {
 		p.errorf(root, "mcpServers", "missing: list your servers under mcpServers")
 	} else if servers.Kind != yaml.MappingNode {
@@ -353,14 +373,6 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 			p.projects(cfg, projects, nodes)
 		}
 	}
-	if len(p.errs) > 0 {
-		// Top-level keys are checked before the servers: report in the file's order.
-		slices.SortStableFunc(p.errs, func(a, b error) int {
-			return cmp.Compare(a.(*Error).Line, b.(*Error).Line)
-		})
-		return nil, errors.Join(p.errs...)
-	}
-	return cfg, nil
 }
 
 type parser struct {

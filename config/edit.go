@@ -163,7 +163,6 @@ func insertInto(data []byte, doc, m, key, value *yaml.Node) ([]byte, error) {
 	return encodeDoc(doc)
 }
 
-
 // RemoveServer returns the configuration text data without the server name, and the rest
 // of the file as it was, the server's own comment lines aside.
 func RemoveServer(data []byte, name string) ([]byte, error) {

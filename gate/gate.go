@@ -278,68 +278,20 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// connection (and a goroutine) for longer than ReadTimeout. Cleared once it is read.
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(g.opts.ReadTimeout))
-	if doublyFramed(r) {
-		refuse(w, "Bad Request: a request must not carry both Content-Length and Transfer-Encoding", http.StatusBadRequest)
-		return
-	}
-	if len(r.TransferEncoding) > 0 {
-		// Nothing after a chunked body is read as a request: see framedConn.
-		w.Header().Set("Connection", "close")
-	}
-	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
-		refuse(w, "Forbidden: origin "+origin+" is not allowed", http.StatusForbidden)
-		return
-	}
-	if !hostAllowed(r) {
-		refuse(w, "Forbidden: host "+r.Host+" is not this machine", http.StatusForbidden)
+	if !g.wellFormed(w, r) {
 		return
 	}
 	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
-		if len(g.tokens) == 0 || g.authorized(r) {
-			r = r.WithContext(context.WithValue(r.Context(), showErrors{}, true))
-		}
-		// A probe's connection is not kept: anyone may ask, and must not hold sockets.
-		w.Header().Set("Connection", "close")
-		g.next.ServeHTTP(w, r)
+		g.probe(w, r)
 		return
 	}
-	if len(g.tokens) > 0 && !g.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="toolsift"`)
-		refuse(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
-		return
-	}
-	cred := credential(r)
-	id, ok := sessionOf(r)
+	cred, id, ok := g.admit(w, r)
 	if !ok {
-		refuse(w, "Bad Request: the request names more than one session (Mcp-Session-Id and sessionId differ); send one", http.StatusBadRequest)
 		return
 	}
-	if id != "" && len(g.tokens) > 0 && !g.owners.allows(id, cred) {
-		// A session belongs to the token that opened it: its ID travels in headers and
-		// URLs and must not let another token's holder in. To them it does not exist.
-		refuse(w, "Not Found: no such session", http.StatusNotFound)
+	msg, ok := g.readBody(w, r)
+	if !ok {
 		return
-	}
-	if r.ContentLength > g.opts.MaxBodyBytes {
-		refuse(w, "Request body too large", http.StatusRequestEntityTooLarge)
-		return
-	}
-	// A body of unstated length is cut off at the limit instead.
-	r.Body = http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes)
-	var msg jsonrpc.Message // a POST's envelope, decoded once
-	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(r.Body)
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			refuse(w, "Request body too large", http.StatusRequestEntityTooLarge)
-			return
-		case err != nil:
-			refuse(w, "Request body not received within the read timeout", http.StatusRequestTimeout)
-			return
-		}
-		msg = jsonrpc.Parse(body)
-		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	}
 	_ = rc.SetReadDeadline(time.Time{})
 	var method string // of a request; "" for a notification or an answer
@@ -383,6 +335,86 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The client's credentials are for toolsift alone: nothing forwards request headers
 	// upstream, and they are never logged.
 	g.next.ServeHTTP(w, r)
+}
+
+// wellFormed refuses a request framed two ways, or sent from a page or under a name that
+// is not this machine's.
+func (g *gate) wellFormed(w http.ResponseWriter, r *http.Request) bool {
+	if doublyFramed(r) {
+		refuse(w, "Bad Request: a request must not carry both Content-Length and Transfer-Encoding", http.StatusBadRequest)
+		return false
+	}
+	if len(r.TransferEncoding) > 0 {
+		// Nothing after a chunked body is read as a request: see framedConn.
+		w.Header().Set("Connection", "close")
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
+		refuse(w, "Forbidden: origin "+origin+" is not allowed", http.StatusForbidden)
+		return false
+	}
+	if !hostAllowed(r) {
+		refuse(w, "Forbidden: host "+r.Host+" is not this machine", http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
+// probe answers /healthz and /readyz, to anyone; the servers' errors only with a token.
+func (g *gate) probe(w http.ResponseWriter, r *http.Request) {
+	if len(g.tokens) == 0 || g.authorized(r) {
+		r = r.WithContext(context.WithValue(r.Context(), showErrors{}, true))
+	}
+	// A probe's connection is not kept: anyone may ask, and must not hold sockets.
+	w.Header().Set("Connection", "close")
+	g.next.ServeHTTP(w, r)
+}
+
+// admit checks the request's token and that the session it names, if any, is one this
+// token opened; it returns the credential and the session's ID.
+func (g *gate) admit(w http.ResponseWriter, r *http.Request) (cred [32]byte, id string, ok bool) {
+	if len(g.tokens) > 0 && !g.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="toolsift"`)
+		refuse(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+		return cred, "", false
+	}
+	cred = credential(r)
+	if id, ok = sessionOf(r); !ok {
+		refuse(w, "Bad Request: the request names more than one session (Mcp-Session-Id and sessionId differ); send one", http.StatusBadRequest)
+		return cred, "", false
+	}
+	if id != "" && len(g.tokens) > 0 && !g.owners.allows(id, cred) {
+		// A session belongs to the token that opened it: its ID travels in headers and
+		// URLs and must not let another token's holder in. To them it does not exist.
+		refuse(w, "Not Found: no such session", http.StatusNotFound)
+		return cred, "", false
+	}
+	return cred, id, true
+}
+
+// readBody reads a POST's body, within MaxBodyBytes and the read deadline, decodes its
+// envelope once, and leaves the body as read for mcp-go.
+func (g *gate) readBody(w http.ResponseWriter, r *http.Request) (jsonrpc.Message, bool) {
+	if r.ContentLength > g.opts.MaxBodyBytes {
+		refuse(w, "Request body too large", http.StatusRequestEntityTooLarge)
+		return jsonrpc.Message{}, false
+	}
+	// A body of unstated length is cut off at the limit instead.
+	r.Body = http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes)
+	if r.Method != http.MethodPost {
+		return jsonrpc.Message{}, true
+	}
+	body, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		refuse(w, "Request body too large", http.StatusRequestEntityTooLarge)
+		return jsonrpc.Message{}, false
+	case err != nil:
+		refuse(w, "Request body not received within the read timeout", http.StatusRequestTimeout)
+		return jsonrpc.Message{}, false
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	return jsonrpc.Parse(body), true
 }
 
 // refuse answers a request toolsift will not serve, and closes its connection: a client

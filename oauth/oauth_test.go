@@ -335,3 +335,37 @@ func TestFileStoreModes(t *testing.T) {
 		t.Errorf("Load = %+v, %v", g, err)
 	}
 }
+
+// TestRefreshFollowsTheClock: a token is used as it is until its expiry comes near on the
+// Tokens' clock, then refreshed once; the clock alone decides, not the wall time of the test.
+func TestRefreshFollowsTheClock(t *testing.T) {
+	ts := newTokenServer(t)
+	start := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	now := start
+	store := &FileStore{Dir: t.TempDir()}
+	g := expiredGrant(ts)
+	g.AccessToken, g.Expiry, g.Saved = "at-0", start.Add(time.Hour), start
+	if err := store.Save(context.Background(), Key("https://rs/mcp"), g); err != nil {
+		t.Fatal(err)
+	}
+	tokens := &Tokens{Store: store, Dir: store.Dir, Now: func() time.Time { return now }}
+	src := tokens.Source("s", "https://rs/mcp", nil)
+	steps := []struct {
+		after     time.Duration // since start
+		want      string
+		refreshes int32
+	}{
+		{0, "at-0", 0},
+		{50 * time.Minute, "at-0", 0},
+		{time.Hour + time.Minute, "at-1", 1}, // expired: refreshed
+		{90 * time.Minute, "at-1", 1},        // the new one lasts an hour from the refresh
+		{3 * time.Hour, "at-2", 2},
+	}
+	for _, st := range steps {
+		now = start.Add(st.after)
+		tok, err := src.Token(context.Background())
+		if err != nil || tok != st.want || ts.refreshes.Load() != st.refreshes {
+			t.Errorf("at +%v: %q, %v, %d refreshes; want %q, %d", st.after, tok, err, ts.refreshes.Load(), st.want, st.refreshes)
+		}
+	}
+}

@@ -183,33 +183,18 @@ func NewIndex(docs []Doc) *Index {
 		byTool:   make(map[string][]int, len(docs)),
 		wordTerm: map[string]string{},
 	}
-	an := analyzer{cache: map[string]analyzed{}}
-	in := interner{ids: map[string]int32{}}
-	// ids caches each word's term id; -1 marks a stop word.
-	ids := map[string]int32{}
-	appendIDs := func(out []int32, text string) []int32 {
-		eachWord(text, func(w string) {
-			if id, ok := ids[w]; ok {
-				if id >= 0 {
-					out = append(out, id)
-				}
-				return
-			}
-			if isCJK(firstRune(w)) { // not cached: CJK words are runs, rarely repeated
-				for _, t := range appendCJK(nil, w) {
-					out = append(out, in.id(t))
-				}
-				return
-			}
-			id := int32(-1)
-			an.each(w, func(term, _ string) { id = in.id(term) })
-			ids[w] = id
-			if id >= 0 {
-				out = append(out, id)
-			}
-		})
-		return out
-	}
+	ix.place(docs)
+	tm := termer{an: analyzer{cache: map[string]analyzed{}}, in: interner{ids: map[string]int32{}}, ids: map[string]int32{}}
+	all, heads := ix.analyze(&tm)
+	postings, inVocab := postingsOf(all, heads, len(tm.in.terms))
+	ix.publish(tm.in.terms, postings, inVocab)
+	ix.mergeShares()
+	return ix
+}
+
+// place takes in the docs, a name once, and numbers them so that each server's docs have
+// consecutive ids.
+func (ix *Index) place(docs []Doc) {
 	servers := map[string]int32{}
 	var serverOf []int32 // by place in ix.docs
 	for _, d := range docs {
@@ -243,23 +228,58 @@ func NewIndex(docs []Doc) *Index {
 		next[s]++
 		ix.order[id], ix.idOf[i], ix.serverOf[id] = int32(i), id, s
 	}
+}
 
-	type fieldTerms [numFields][]int32
-	var all []fieldTerms                    // by id
-	heads := make([]int32, 0, len(ix.docs)) // by id: the term of the name's head, or -1
+// termer turns text into term ids.
+type termer struct {
+	an  analyzer
+	in  interner
+	ids map[string]int32 // each word's term id; -1 marks a stop word
+}
+
+// appendIDs appends the term ids of text's words to out.
+func (tm *termer) appendIDs(out []int32, text string) []int32 {
+	eachWord(text, func(w string) {
+		if id, ok := tm.ids[w]; ok {
+			if id >= 0 {
+				out = append(out, id)
+			}
+			return
+		}
+		if isCJK(firstRune(w)) { // not cached: CJK words are runs, rarely repeated
+			for _, t := range appendCJK(nil, w) {
+				out = append(out, tm.in.id(t))
+			}
+			return
+		}
+		id := int32(-1)
+		tm.an.each(w, func(term, _ string) { id = tm.in.id(term) })
+		tm.ids[w] = id
+		if id >= 0 {
+			out = append(out, id)
+		}
+	})
+	return out
+}
+
+// fieldTerms are a doc's term ids, field by field.
+type fieldTerms [numFields][]int32
+
+// analyze returns each doc's terms, by id, and the term of its name's head (-1 if none).
+func (ix *Index) analyze(tm *termer) (all []fieldTerms, heads []int32) {
+	heads = make([]int32, 0, len(ix.docs))
 	ix.deprecated = make([]bool, len(ix.docs))
-	var total [numFields]float64
+	// Name words are also kept unstemmed, for typo tolerance.
+	nameIDs := func(out []int32, text string) []int32 {
+		tm.an.each(text, func(term, raw string) {
+			ix.wordTerm[raw] = term
+			out = append(out, tm.in.id(term))
+		})
+		return out
+	}
 	for _, i := range ix.order {
 		d := &ix.docs[i]
 		var ft fieldTerms
-		// Name words are also kept unstemmed, for typo tolerance.
-		nameIDs := func(out []int32, text string) []int32 {
-			an.each(text, func(term, raw string) {
-				ix.wordTerm[raw] = term
-				out = append(out, in.id(term))
-			})
-			return out
-		}
 		ft[fieldName] = nameIDs(nil, d.Tool)
 		head := int32(-1)
 		if n := len(ft[fieldName]); n >= 2 {
@@ -269,29 +289,39 @@ func NewIndex(docs []Doc) *Index {
 		ix.noteDeprecated(int32(len(heads)-1), d)
 		ft[fieldServer] = nameIDs(nil, d.Server)
 		for _, k := range d.Keywords {
-			ft[fieldKeywords] = appendIDs(ft[fieldKeywords], k)
+			ft[fieldKeywords] = tm.appendIDs(ft[fieldKeywords], k)
 		}
 		ix.chinese = append(ix.chinese, hasCJK(d.Description))
 		summary, rest := splitSummary(d.Description)
-		ft[fieldSummary] = appendIDs(nil, summary)
-		ft[fieldDesc] = appendIDs(nil, rest)
+		ft[fieldSummary] = tm.appendIDs(nil, summary)
+		ft[fieldDesc] = tm.appendIDs(nil, rest)
 		for _, p := range d.Params {
-			ft[fieldParams] = appendIDs(ft[fieldParams], p.Name)
-			ft[fieldParams] = appendIDs(ft[fieldParams], p.Description)
-		}
-		for f := range ft {
-			total[f] += float64(len(ft[f]))
+			ft[fieldParams] = tm.appendIDs(ft[fieldParams], p.Name)
+			ft[fieldParams] = tm.appendIDs(ft[fieldParams], p.Description)
 		}
 		all = append(all, ft)
 	}
-	n := float64(len(ix.docs))
+	return all, heads
+}
+
+// postingsOf scores every doc's terms (BM25F, with the name bonuses) into each term's
+// posting list, and marks the terms of names and servers (the vocabulary typos are
+// corrected to).
+func postingsOf(all []fieldTerms, heads []int32, terms int) (postings [][]posting, inVocab []bool) {
+	var total [numFields]float64
+	for _, ft := range all {
+		for f := range ft {
+			total[f] += float64(len(ft[f]))
+		}
+	}
+	n := float64(len(all))
 	var avg [numFields]float64
 	for f := range avg {
 		avg[f] = max(total[f]/max(n, 1), 1)
 	}
 	// Count each term's docs first, so that all postings share one exactly sized array.
-	df := make([]int32, len(in.terms))
-	last := make([]int32, len(in.terms))
+	df := make([]int32, terms)
+	last := make([]int32, terms)
 	for i, ft := range all {
 		for _, ids := range ft {
 			for _, t := range ids {
@@ -307,14 +337,14 @@ func NewIndex(docs []Doc) *Index {
 		nPostings += int(c)
 	}
 	backing := make([]posting, 0, nPostings)
-	postings := make([][]posting, len(in.terms))
+	postings = make([][]posting, terms)
 	for t, c := range df {
 		postings[t] = backing[len(backing) : len(backing) : len(backing)+int(c)]
 		backing = backing[:len(backing)+int(c)]
 	}
-	tf := make([]float64, len(in.terms))
-	inName := make([]bool, len(in.terms))
-	inVocab := make([]bool, len(in.terms))
+	tf := make([]float64, terms)
+	inName := make([]bool, terms)
+	inVocab = make([]bool, terms)
 	var seen []int32
 	for i, ft := range all {
 		for f, ids := range ft {
@@ -349,6 +379,13 @@ func NewIndex(docs []Doc) *Index {
 		}
 		seen = seen[:0]
 	}
+	return postings, inVocab
+}
+
+// publish makes the index's terms of the posting lists (terms[t]'s is postings[t]): each
+// list's idf, its best score and its runs by server, and the vocabulary of names.
+func (ix *Index) publish(terms []string, postings [][]posting, inVocab []bool) {
+	n := float64(len(ix.docs))
 	// Each posting list, grouped by server as the ids are, in runs: one backing array.
 	var nRuns int
 	for _, ps := range postings {
@@ -359,9 +396,9 @@ func NewIndex(docs []Doc) *Index {
 		}
 	}
 	runs := make([]run, 0, nRuns)
-	ix.terms = make(map[string]termData, len(in.terms))
+	ix.terms = make(map[string]termData, len(terms))
 	for t, ps := range postings {
-		term := in.terms[t]
+		term := terms[t]
 		df := float64(len(ps))
 		td := termData{postings: ps, idf: math.Log(1 + (n-df+0.5)/(df+0.5))}
 		first := len(runs)
@@ -380,8 +417,6 @@ func NewIndex(docs []Doc) *Index {
 		ix.nameWords = append(ix.nameWords, w)
 	}
 	sort.Strings(ix.nameWords)
-	ix.mergeShares()
-	return ix
 }
 
 // appendRuns appends to runs those of a posting list of n docs, at(i) giving the i-th's id
