@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -31,8 +32,8 @@ const maxToolDepth = 512
 //   - a message over max bytes is not held: an answer becomes an error answer naming the
 //     limit, anything else is dropped, both with a log line;
 //   - a tools/list result's tools nested deeper than maxToolDepth are taken out, each with a
-//     log line naming it, so that the server's other tools are served (the message is
-//     decoded and encoded again without them).
+//     log line naming it, so that the server's other tools are served (the message is read
+//     as tokens and written again without them).
 //
 // Everything else passes byte for byte.
 type lineGuard struct {
@@ -141,41 +142,131 @@ func (g *lineGuard) check(line []byte) []byte {
 }
 
 // dropDeepTools takes out of a tools/list result the tools nested deeper than maxToolDepth.
-// A message that is no tools/list result goes on as it is; one nested too deeply for Go's
-// decoder to read at all is answered with an error in the server's place.
+// It reads the message as a stream of tokens, which has no depth limit (decoding it whole
+// would fail on the very tool it must take out), and writes it again, in its order and with
+// its numbers as written, without them. A line that is not JSON goes on as it is.
 func (g *lineGuard) dropDeepTools(line []byte) []byte {
-	var msg map[string]json.RawMessage
-	if err := json.Unmarshal(line, &msg); err != nil {
-		g.log.Warn("upstream message unreadable: nested too deep", "error", err)
-		return errorAnswer(jsonrpc.IDOfEnds(line, bytes.TrimSpace(line)), "the answer nests deeper than toolsift reads (10,000 levels)")
-	}
-	var result map[string]json.RawMessage
-	var tools []json.RawMessage
-	if json.Unmarshal(msg["result"], &result) != nil || json.Unmarshal(result["tools"], &tools) != nil {
-		return line
-	}
-	kept := tools[:0]
-	for _, tool := range tools {
-		if depth(tool) <= maxToolDepth {
-			kept = append(kept, tool)
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	var out, tool tokenWriter
+	inTool, depth, deepest := false, 0, 0
+	name := ""
+	for {
+		t, err := dec.Token()
+		if err == io.EOF {
+			return append(out.b, '\n')
+		}
+		if err != nil {
+			return line
+		}
+		if !inTool {
+			if t == json.Delim('{') && out.inTools() {
+				inTool, depth, deepest, name, tool = true, 0, 0, "", tokenWriter{}
+			} else {
+				out.write(t)
+				continue
+			}
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+			deepest = max(deepest, depth)
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if s, ok := t.(string); ok && depth == 1 && tool.valueOf("name") {
+			name = s
+		}
+		tool.write(t)
+		if depth > 0 {
 			continue
 		}
-		var t struct{ Name string }
-		_ = json.Unmarshal(tool, &t)
-		g.log.Warn("upstream tool skipped: nested too deep", "tool", t.Name, "max_depth", maxToolDepth)
+		inTool = false
+		if deepest > maxToolDepth {
+			g.log.Warn("upstream tool skipped: nested too deep", "tool", name, "max_depth", maxToolDepth)
+			continue
+		}
+		out.raw(tool.b)
 	}
-	var err error
-	if result["tools"], err = json.Marshal(kept); err != nil {
-		return line
+}
+
+// tokenWriter writes JSON from a stream of tokens (json.Decoder.Token, with UseNumber).
+type tokenWriter struct {
+	b     []byte
+	stack []tokenFrame
+}
+
+// tokenFrame is an object or array being written.
+type tokenFrame struct {
+	object bool
+	n      int    // tokens written in it: in an object, keys and values in turn
+	key    string // in an object, the last key written
+}
+
+// write writes t, with the comma or colon before it.
+func (w *tokenWriter) write(t json.Token) {
+	if d, ok := t.(json.Delim); ok && (d == '}' || d == ']') {
+		w.b = append(w.b, byte(d))
+		w.stack = w.stack[:len(w.stack)-1]
+		return
 	}
-	if msg["result"], err = json.Marshal(result); err != nil {
-		return line
+	isKey := w.separate()
+	switch v := t.(type) {
+	case json.Delim:
+		w.b = append(w.b, byte(v))
+		w.stack = append(w.stack, tokenFrame{object: v == '{'})
+	case string:
+		if isKey {
+			w.stack[len(w.stack)-1].key = v
+		}
+		q, _ := json.Marshal(v)
+		w.b = append(w.b, q...)
+	case json.Number:
+		w.b = append(w.b, v...)
+	case bool:
+		w.b = strconv.AppendBool(w.b, v)
+	case nil:
+		w.b = append(w.b, "null"...)
 	}
-	out, err := json.Marshal(msg)
-	if err != nil {
-		return line
+}
+
+// raw writes a whole value, already written as JSON.
+func (w *tokenWriter) raw(value []byte) {
+	w.separate()
+	w.b = append(w.b, value...)
+}
+
+// separate writes what comes before the next token in the current object or array, counts
+// it, and reports whether it is an object's key.
+func (w *tokenWriter) separate() (isKey bool) {
+	if len(w.stack) == 0 {
+		return false
 	}
-	return append(out, '\n')
+	top := &w.stack[len(w.stack)-1]
+	switch {
+	case top.object && top.n%2 == 1:
+		w.b = append(w.b, ':')
+	case top.n > 0:
+		w.b = append(w.b, ',')
+	}
+	isKey = top.object && top.n%2 == 0
+	top.n++
+	return isKey
+}
+
+// inTools reports whether the next token is an element of the array result.tools.
+func (w *tokenWriter) inTools() bool {
+	s := w.stack
+	return len(s) == 3 && s[0].object && s[0].key == "result" && s[1].object && s[1].key == "tools" && !s[2].object
+}
+
+// valueOf reports whether the next token is the value of key in the current object.
+func (w *tokenWriter) valueOf(key string) bool {
+	if len(w.stack) == 0 {
+		return false
+	}
+	top := w.stack[len(w.stack)-1]
+	return top.object && top.n%2 == 1 && top.key == key
 }
 
 // scan walks JSON text without decoding it (it may nest too deeply to decode): str is

@@ -63,7 +63,7 @@ func TestServersCmd(t *testing.T) {
 		}
 	}
 	data, _ := os.ReadFile(cfg)
-	if !strings.Contains(string(data), "jira:\n    type: sse\n    url: https://jira.example.com/sse\n    headers: {Authorization: \"Bearer ${T}\"}\n") || strings.Contains(string(data), "memory") {
+	if !strings.Contains(string(data), "jira:\n    type: sse\n    url: \"https://jira.example.com/sse\"\n    headers:\n      Authorization: \"Bearer ${T}\"\n") || strings.Contains(string(data), "memory") {
 		t.Errorf("config after:\n%s", data)
 	}
 	if st, _ := os.Stat(cfg); st.Mode().Perm() != 0o600 {
