@@ -22,6 +22,9 @@ func TestMistakesNameTheFix(t *testing.T) {
 		{"command line in command", "mcpServers:\n  s:\n    command: node /path/index.js\n",
 			`put the program alone in command and its arguments in args, as in command: node and args: ["/path/index.js"]`},
 		{"empty server name", "mcpServers:\n  \"\":\n    command: x\n", "a server's name is empty"},
+		// Issue 33, row 1: the hint names the variable as written; only values are secrets.
+		{"unset variable named like a secret", "mcpServers:\n  gh:\n    command: " + fixtureBin + "\n    env: {GITHUB_PERSONAL_ACCESS_TOKEN: \"${TOOLSIFT_TEST_UNSET_TOKEN}\"}\n",
+			"or write ${TOOLSIFT_TEST_UNSET_TOKEN:-default}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

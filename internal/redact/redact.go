@@ -108,8 +108,40 @@ func (r *Redactor) String(s string) string {
 		return sub[1] + sub[2] + Mask
 	})
 	s = maskValues(header, s)
-	s = maskValues(named, s)
+	s = maskNamed(s)
 	return s
+}
+
+// maskNamed masks the value after each name that says it is a secret, but for a name of a
+// variable in a ${NAME:-default} reference: a variable's name is no secret, and toolsift's
+// own hints write one (a default that is a secret by its shape, or one of the configured
+// values, is masked all the same).
+func maskNamed(s string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range named.FindAllStringSubmatchIndex(s, -1) {
+		value := s[m[4]:m[5]]
+		if inReference(s, m[0]) || strings.HasPrefix(value, Mask[:len(Mask)-1]) {
+			continue
+		}
+		b.WriteString(s[last:m[4]])
+		b.WriteString(Mask)
+		last = m[5]
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// inReference reports whether the name that starts at s[i:] ends a variable's name that
+// opens a ${…} reference.
+func inReference(s string, i int) bool {
+	for i > 0 && (s[i-1] == '_' || s[i-1] >= 'A' && s[i-1] <= 'Z' || s[i-1] >= 'a' && s[i-1] <= 'z' || s[i-1] >= '0' && s[i-1] <= '9') {
+		i--
+	}
+	return strings.HasSuffix(s[:i], "${")
 }
 
 // maskValues masks the second group of each match of re in s: the value after a name.

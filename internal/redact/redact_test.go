@@ -49,6 +49,13 @@ func TestString(t *testing.T) {
 		{"password: hunter22", "password: " + M},
 		{"token=xyz", "token=" + M},
 		{"max_tokens=100 tokens: 5", "max_tokens=100 tokens: 5"},
+		// A variable's name is no secret: toolsift's own hint, and a reference, stay as written.
+		{"${GITHUB_TOKEN} is not set (export it where toolsift is started, or write ${GITHUB_TOKEN:-default})", "${GITHUB_TOKEN} is not set (export it where toolsift is started, or write ${GITHUB_TOKEN:-default})"},
+		{"env: {PASSWORD: ${DB_PASSWORD:-none}}", "env: {PASSWORD: " + M + "}}"}, // the value of a PASSWORD key is masked, whatever it is
+		{"write ${API_KEY:-x} or token: abc123", "write ${API_KEY:-x} or token: " + M},
+		{"a default that is a secret by its shape: ${GH_TOKEN:-ghp_0123456789abcdefABCDEF}", "a default that is a secret by its shape: ${GH_TOKEN:-" + M + "}"},
+		{"not a reference: $GITHUB_TOKEN=abc123", "not a reference: $GITHUB_TOKEN=" + M},
+		{"${SECRET_VALUE:-s3cr3t-value}", "${SECRET_VALUE:-" + M + "}"},
 	}
 	for _, tt := range tests {
 		if got := r.String(tt.in); got != tt.want {
