@@ -100,6 +100,7 @@ func (u *benchUpstreams) Catalog() *upstream.Catalog                 { return u.
 func (u *benchUpstreams) Statuses() []upstream.Status                { return *u.statuses.Load() }
 func (u *benchUpstreams) WaitStarted(context.Context) []string       { return nil }
 func (u *benchUpstreams) Denied(string) (serverName string, ok bool) { return "", false }
+func (u *benchUpstreams) ServerOf(string) (serverName string, ok bool) { return "", false }
 func (u *benchUpstreams) Call(context.Context, string, json.RawMessage, any, func(json.RawMessage)) (json.RawMessage, error) {
 	return json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`), nil
 }

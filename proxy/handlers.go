@@ -106,11 +106,8 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		// A server starting with its tools known (cached) is searched, and a call waits for
 		// it: not something for the model to avoid.
 		starting := st.State == upstream.StateStarting && st.Tools > 0
-		switch {
-		case st.State == upstream.StateNeedsLogin:
-			res.Unavailable = append(res.Unavailable, fmt.Sprintf("%s (%s: the user must run toolsift auth login %s)", st.Name, st.State, st.Name))
-		case !st.State.Usable() && st.State != upstream.StateDisabled && !starting:
-			res.Unavailable = append(res.Unavailable, fmt.Sprintf("%s (%s)", st.Name, st.State))
+		if !st.State.Usable() && st.State != upstream.StateDisabled && !starting {
+			res.Unavailable = append(res.Unavailable, unavailableReason(st))
 		}
 	}
 	hold := holdNone
@@ -254,6 +251,9 @@ func (s *Server) unknownTool(ctx context.Context, sess *session, name string, pe
 		return errorResult("tool %q is gone: its server no longer offers it (its tool list changed since you found it). Use tool_search to find what it offers now.", name)
 	}
 	msg := fmt.Sprintf("unknown tool %q: no connected server offers it. Use tool_search to find the right name.", name)
+	if srv, ok := s.ups.ServerOf(name); ok {
+		msg = s.serverState(name, srv)
+	}
 	if near := s.nearest(ctx, name); len(near) > 0 {
 		msg += fmt.Sprintf(" Closest: %s.", strings.Join(near, ", "))
 	}
@@ -261,6 +261,39 @@ func (s *Server) unknownTool(ctx context.Context, sess *session, name string, pe
 		msg += fmt.Sprintf(" Servers still starting: %s.", strings.Join(pending, ", "))
 	}
 	return errorResult("%s", msg)
+}
+
+// serverState says why a tool under the prefix of the configured server srv cannot be
+// called: the server's state and its one fix, or that it offers no such tool.
+func (s *Server) serverState(name, srv string) string {
+	for _, st := range s.ups.Statuses() {
+		if st.Name != srv {
+			continue
+		}
+		if st.State.Usable() {
+			return fmt.Sprintf("unknown tool %q: server %q offers no such tool. Use tool_search to find the right name.", name, srv)
+		}
+		return fmt.Sprintf("tool %q cannot be called: server %s.", name, unavailableReason(st))
+	}
+	return fmt.Sprintf("unknown tool %q: no connected server offers it. Use tool_search to find the right name.", name)
+}
+
+// unavailableReason says why a server cannot be used, with its one fix, as NAME (STATE):
+// what to do, or its last error.
+func unavailableReason(st upstream.Status) string {
+	why := fmt.Sprintf("%s (%s)", st.Name, st.State)
+	switch {
+	case st.State == upstream.StateNeedsLogin:
+		why += ": the user must run toolsift auth login " + st.Name
+	case st.State == upstream.StateDisabled:
+		why += ": disabled in toolsift's configuration (disabled: true)"
+	case st.State == upstream.StateStarting:
+		why += ": still starting, call again in a few seconds"
+	case st.Err != nil:
+		line, _, _ := strings.Cut(st.Err.Error(), "\n")
+		why += ": " + cut(line, 300)
+	}
+	return why
 }
 
 // nearest returns the few tools a tool_search for the words of name would find: what a

@@ -27,6 +27,8 @@ type Upstreams interface {
 	WaitStarted(ctx context.Context) []string
 	Call(ctx context.Context, exposed string, args json.RawMessage, token any, progress func(json.RawMessage)) (json.RawMessage, error)
 	Denied(exposed string) (serverName string, denied bool)
+	// ServerOf returns the configured server an exposed name's prefix names.
+	ServerOf(exposed string) (serverName string, ok bool)
 	// Request sends any other request to the named server.
 	Request(ctx context.Context, serverName, method string, params any) (json.RawMessage, error)
 }

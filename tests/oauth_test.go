@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -284,4 +285,29 @@ func TestOAuthRefusals(t *testing.T) {
 			t.Errorf("login = %d after %v\n%s", code, time.Since(start), errOut)
 		}
 	})
+}
+
+// TestUnavailableServerSaysItsFix (issue 33, row 4): a tool under a server that needs a
+// sign-in, called by its name or through call_tool before the server's tools are known,
+// gets that server's state and its one fix; tool_search names the server with the fix; a
+// tool under a server that is up but lacks it is no such tool of that server.
+func TestUnavailableServerSaysItsFix(t *testing.T) {
+	d := newAuthDouble(t).start()
+	u := newOAuthUser(t, fmt.Sprintf("mcpServers:\n  jira:\n    url: %s/mcp\n  gh:\n    command: %q\n", d.rs.URL, fixtureBin))
+	c := u.serve()
+	const fix = "jira (needs-login): the user must run toolsift auth login jira"
+	eventually(t, 15*time.Second, "jira to need a sign-in", func() bool {
+		return slices.Contains(c.search("issue", 3).Unavailable, fix)
+	})
+	direct, _ := c.call("jira__get_issue", map[string]any{"key": "X-1"})
+	viaCallTool, _ := c.call("call_tool", map[string]any{"name": "jira__search", "arguments": map[string]any{}})
+	for what, res := range map[string]CallResult{"a direct call": direct, "call_tool": viaCallTool} {
+		if !res.IsError || !strings.Contains(res.Text(), "cannot be called: server "+fix) {
+			t.Errorf("%s while jira needs a sign-in = %q, want the server's fix", what, res.Text())
+		}
+	}
+	other, _ := c.call("call_tool", map[string]any{"name": "gh__no_such_tool", "arguments": map[string]any{}})
+	if !other.IsError || !strings.Contains(other.Text(), `server "gh" offers no such tool`) {
+		t.Errorf("a missing tool of a running server = %q", other.Text())
+	}
 }

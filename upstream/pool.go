@@ -295,6 +295,17 @@ func (p *Pool) Denied(exposed string) (serverName string, denied bool) {
 	return "", false
 }
 
+// ServerOf returns the configured server whose tools the exposed name would be, by its
+// prefix (prefix__tool), whether or not the server is running or offers that tool.
+func (p *Pool) ServerOf(exposed string) (serverName string, ok bool) {
+	for _, s := range p.servers {
+		if s.cfg.Prefix != "" && strings.HasPrefix(exposed, s.cfg.Prefix+"__") {
+			return s.cfg.Name, true
+		}
+	}
+	return "", false
+}
+
 // WaitStarted blocks until every server has finished its first connection attempt, or ctx
 // ends. It returns the names of servers still on their first attempt.
 func (p *Pool) WaitStarted(ctx context.Context) (pending []string) {
