@@ -96,10 +96,10 @@ func (u *benchUpstreams) set(cat *upstream.Catalog) {
 	u.cat.Store(cat)
 }
 
-func (u *benchUpstreams) Catalog() *upstream.Catalog                 { return u.cat.Load() }
-func (u *benchUpstreams) Statuses() []upstream.Status                { return *u.statuses.Load() }
-func (u *benchUpstreams) WaitStarted(context.Context) []string       { return nil }
-func (u *benchUpstreams) Denied(string) (serverName string, ok bool) { return "", false }
+func (u *benchUpstreams) Catalog() *upstream.Catalog                   { return u.cat.Load() }
+func (u *benchUpstreams) Statuses() []upstream.Status                  { return *u.statuses.Load() }
+func (u *benchUpstreams) WaitStarted(context.Context) []string         { return nil }
+func (u *benchUpstreams) Denied(string) (serverName string, ok bool)   { return "", false }
 func (u *benchUpstreams) ServerOf(string) (serverName string, ok bool) { return "", false }
 func (u *benchUpstreams) Call(context.Context, string, json.RawMessage, any, func(json.RawMessage)) (json.RawMessage, error) {
 	return json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`), nil
