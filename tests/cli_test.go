@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"os"
 	"os/exec"
@@ -153,5 +154,29 @@ func TestStatusCommand(t *testing.T) {
 	out, errOut, code := runCLI(t, "status", "--config", config(t, "mcpServers:"+githubFixture(t, "")), "--wait", "20s")
 	if code != 0 || !github.MatchString(out) {
 		t.Errorf("status of working servers = %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestNoWarningForWhatToolsiftCancels (issue 33, row 9): a server's lists still under way
+// when toolsift stops are cut short by toolsift itself, which is no warning for the user
+// (toolsift search and status stop their servers as soon as they have their answer).
+func TestNoWarningForWhatToolsiftCancels(t *testing.T) {
+	c := proxy(t, fmt.Sprintf("mcpServers:\n  fx:\n    command: %q\n    args: [--conformance, --slow-lists, 20s]\n", fixtureBin))
+	c.search("select:fx__retool", 1)
+	// The tool list changes: toolsift lists the server's tools, prompts and resources again,
+	// and the prompts take their time.
+	if res, _ := c.call("fx__retool", map[string]any{"add": []string{"new_tool"}}); res.IsError {
+		t.Fatalf("retool = %+v", res)
+	}
+	time.Sleep(time.Second) // the list_changed is in, and the prompts list under way
+	c.stdin.Close()
+	select {
+	case <-c.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("toolsift did not stop")
+	}
+	time.Sleep(200 * time.Millisecond) // its last log lines
+	if strings.Contains(c.Stderr(), `level=WARN msg="upstream prompts not listed"`) || strings.Contains(c.Stderr(), `level=WARN msg="upstream resources not listed"`) {
+		t.Errorf("toolsift warned of lists it cut short itself:\n%s", c.Stderr())
 	}
 }

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 )
 
 // Prompt is an upstream prompt, kept as the server sent it.
@@ -22,9 +23,19 @@ func (s *server) listPrompts(ctx context.Context, conn Conn, info Info) ([]Promp
 	}
 	raws, err := listPages(ctx, conn, "prompts/list", "prompts")
 	if err != nil {
-		s.log.Warn("upstream prompts not listed", "error", err)
+		s.listFailed(ctx, "upstream prompts not listed", "error", err)
 	}
 	return s.promptsFrom(raws), err == nil
+}
+
+// listFailed logs a list that failed: a warning, unless toolsift itself ended the list (it
+// is closing: ctx is done), which is no news for the user.
+func (s *server) listFailed(ctx context.Context, msg string, args ...any) {
+	level := slog.LevelWarn
+	if ctx.Err() != nil {
+		level = slog.LevelDebug
+	}
+	s.log.Log(context.Background(), level, msg, args...)
 }
 
 // listExtras lists the server's prompts and resources; where a list fails, what the server

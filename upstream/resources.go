@@ -34,7 +34,7 @@ func (s *server) listResources(ctx context.Context, conn Conn, info Info) (resou
 	} {
 		raws, err := listPages(ctx, conn, l.method, l.field)
 		if err != nil {
-			s.log.Warn("upstream resources not listed", "method", l.method, "error", err)
+			s.listFailed(ctx, "upstream resources not listed", "method", l.method, "error", err)
 			whole = false
 		}
 		for _, raw := range raws {
