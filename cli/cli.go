@@ -12,7 +12,9 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
 
@@ -103,7 +105,7 @@ func help(_ context.Context, args []string, _ io.Reader, stdout, _ io.Writer) er
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		c, ok := lookup(args[0])
 		if !ok {
-			return fmt.Errorf("%w: unknown command %q; run 'toolsift help' for the list", errUsage, args[0])
+			return fmt.Errorf("%w: unknown command %q%s; run 'toolsift help' for the list", errUsage, args[0], didYouMean(args[0]))
 		}
 		return c.run(context.Background(), []string{"--help"}, nil, stdout, io.Discard)
 	}
@@ -123,7 +125,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (rest []strin
 			return nil, true, nil
 		}
 		if err != nil {
-			return nil, true, fmt.Errorf("%w: %v; run 'toolsift %s --help' for its flags", errUsage, err, fs.Name())
+			return nil, true, fmt.Errorf("%w: %v%s; run 'toolsift %s --help' for its flags", errUsage, err, durationHint(fs, args), fs.Name())
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -154,6 +156,68 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		fs.PrintDefaults()
 	}
 	fs.SetOutput(io.Discard)
+}
+
+// didYouMean suggests the command a mistyped name is closest to, if one is close.
+func didYouMean(name string) string {
+	best, dist := "", 3 // at most two edits away
+	for _, c := range ordered() {
+		if d := editDistance(name, c.name); d < dist {
+			best, dist = c.name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// durationHint is a hint for a duration flag given a bare number, as in --wait 2: Go's
+// durations take a unit.
+func durationHint(fs *flag.FlagSet, args []string) string {
+	for i, a := range args {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if g, ok := f.Value.(flag.Getter); !ok {
+			continue
+		} else if _, isDuration := g.Get().(time.Duration); !isDuration {
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		if _, err := strconv.ParseFloat(value, 64); err == nil {
+			return fmt.Sprintf(" (a duration takes a unit: did you mean %ss or %sm?)", value, value)
+		}
+	}
+	return ""
 }
 
 // errUsage marks command-line mistakes, which exit with status 2.
@@ -201,7 +265,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	c, ok := lookup(name)
 	if !ok {
-		return fmt.Errorf("%w: unknown command %q; run 'toolsift help' for the list", errUsage, name)
+		return fmt.Errorf("%w: unknown command %q%s; run 'toolsift help' for the list", errUsage, name, didYouMean(name))
 	}
 	return c.run(ctx, args, stdin, stdout, stderr)
 }

@@ -23,7 +23,8 @@ configuration holding them. Without FILE it reads the client configurations ther
 for you and for this directory, and says on stderr which: ~/.claude.json and ./.mcp.json
 (Claude Code), claude_desktop_config.json, ~/.cursor/mcp.json and ./.cursor/mcp.json,
 VS Code's user mcp.json and ./.vscode/mcp.json, ~/.gemini/settings.json and
-./.gemini/settings.json, ~/.codex/config.toml, opencode.json. A FILE's client is told
+./.gemini/settings.json, ~/.codex/config.toml, opencode.json, Copilot CLI's
+~/.copilot/mcp-config.json (or $COPILOT_HOME's) and ./.github/mcp.json. A FILE's client is told
 from its name and content. A file toolsift setup switched is read as it was before: the
 servers setup moved to toolsift come from its record, with any added to the file since.
 

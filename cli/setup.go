@@ -31,11 +31,12 @@ every run; then it is rewritten atomically with its permissions kept, unless it 
 meanwhile. --undo puts the servers back (those moved by later runs too) and removes the
 backup.
 
-CLIENT is claude-code, claude-desktop, cursor, vscode, gemini, codex or opencode. The file
-changed is the client's user-level one: ~/.claude.json (its user servers, and the local
-servers of the project you are in), claude_desktop_config.json, ~/.cursor/mcp.json, VS
-Code's user mcp.json (or, if there is none, ./.vscode/mcp.json), ~/.gemini/settings.json,
-~/.codex/config.toml, ~/.config/opencode/opencode.json. --file picks another, such as a
+CLIENT is claude-code, claude-desktop, cursor, vscode, gemini, codex, opencode or copilot.
+The file changed is the client's user-level one: ~/.claude.json (its user servers, and the
+local servers of the project you are in), claude_desktop_config.json, ~/.cursor/mcp.json,
+VS Code's user mcp.json (or, if there is none, ./.vscode/mcp.json),
+~/.gemini/settings.json, ~/.codex/config.toml, ~/.config/opencode/opencode.json,
+~/.copilot/mcp-config.json (or $COPILOT_HOME's). --file picks another, such as a
 project's .mcp.json. --dry-run shows which.
 
 Flags:

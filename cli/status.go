@@ -80,6 +80,13 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 	}
+	if len(cfg.Servers) == 0 && len(cfg.Projects) > 0 {
+		n := 0
+		for _, servers := range cfg.Projects {
+			n += len(servers)
+		}
+		fmt.Fprintf(stdout, "(none here: %s belong to projects, served only in their folders; run toolsift status in one of them)\n", plural(n, "server"))
+	}
 	var problems []string
 	if len(failed) > 0 {
 		problems = append(problems, fmt.Sprintf("%d of %d servers failed: %s (see LAST ERROR above; --verbose shows their last lines of output)",

@@ -180,3 +180,31 @@ func TestNoWarningForWhatToolsiftCancels(t *testing.T) {
 		t.Errorf("toolsift warned of lists it cut short itself:\n%s", c.Stderr())
 	}
 }
+
+// TestSmallMistakesNameTheFix (issue 33, row 11): a mistyped command or a duration without
+// its unit says what was meant; status outside every project of a configuration that has
+// only projects' servers says where to run it; the help of setup and import names every
+// client.
+func TestSmallMistakesNameTheFix(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+		code int
+	}{
+		{[]string{"statu"}, `unknown command "statu" (did you mean status?)`, 2},
+		{[]string{"setpu", "claude-code"}, "(did you mean setup?)", 2},
+		{[]string{"status", "--wait", "2"}, "a duration takes a unit: did you mean 2s or 2m?", 2},
+		{[]string{"search", "--wait=5", "x"}, "did you mean 5s or 5m?", 2},
+		{[]string{"setup", "--help"}, "opencode or copilot", 0},
+		{[]string{"import", "--help"}, "~/.copilot/mcp-config.json", 0},
+		{[]string{"status", "--help"}, "-verbose", 0},
+		{[]string{"status", "--wait", "5s", "--config", config(t, "mcpServers: {}\nprojects:\n  /nowhere/app:\n    mcpServers:\n      a: {command: x}\n      b: {command: y}\n")},
+			"none here: 2 servers belong to projects, served only in their folders; run toolsift status in one of them", 0},
+	}
+	for _, tt := range tests {
+		out, errOut, code := runCLI(t, tt.args...)
+		if code != tt.code || !strings.Contains(out+errOut, tt.want) {
+			t.Errorf("toolsift %s = %d\n%s%s\nwant %d and %q", strings.Join(tt.args, " "), code, out, errOut, tt.code, tt.want)
+		}
+	}
+}

@@ -238,3 +238,27 @@ func TestServerJSON(t *testing.T) {
 		t.Errorf("server.json names %s %q as %q; the npm package is %q, mcpName %q", p.RegistryType, p.Identifier, entry.Name, pkg.Name, pkg.MCPName)
 	}
 }
+
+// TestNPMLauncherWithoutItsBinary (issue 33, row 11): the launcher installed without its
+// platform's package (offline, say) names the package to install, not an option the user
+// never gave.
+func TestNPMLauncherWithoutItsBinary(t *testing.T) {
+	dist, err := release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarballs, _ := filepath.Glob(filepath.Join(dist, "npm", "toolsift-[0-9]*.tgz"))
+	if len(tarballs) != 1 {
+		t.Fatalf("dist/npm has %v, want one launcher tarball", tarballs)
+	}
+	prefix := filepath.Join(t.TempDir(), "prefix")
+	install := exec.Command("npm", "install", "-g", "--prefix", prefix, "--offline", "--no-audit", "--no-fund", "--ignore-scripts", "--omit=optional", tarballs[0])
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("npm install: %v\n%s", err, out)
+	}
+	out, err := exec.Command(filepath.Join(prefix, "bin", "toolsift"), "--version").CombinedOutput()
+	pkg := "toolsift-" + runtime.GOOS + "-" + npmArch()
+	if err == nil || !strings.Contains(string(out), "npm install -g "+pkg) || strings.Contains(string(out), "reinstall without") {
+		t.Errorf("the launcher without its binary said (%v):\n%s\nwant it to name npm install -g %s", err, out, pkg)
+	}
+}

@@ -21,7 +21,8 @@ function binary() {
   } catch {
     process.stderr.write(
       `toolsift: no binary for ${process.platform}-${process.arch}: the package ${pkg} is not installed.\n` +
-        `npm installs it as an optional dependency of toolsift; reinstall without --omit=optional (or --no-optional),\n` +
+        `npm installs it beside toolsift as an optional dependency, and leaves it out when it cannot fetch it (offline,\n` +
+        `a registry without it) or was told to (--omit=optional). Install it: npm install -g ${pkg},\n` +
         `or download an archive for your platform from the release page and put toolsift on your PATH.\n`,
     );
     process.exit(1);
