@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolsift/toolsift/clients"
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/internal/dirs"
 	"github.com/toolsift/toolsift/internal/terminal"
@@ -111,8 +112,14 @@ func locateConfig(named string, warn func(string)) (string, []byte, error) {
 	if skipped != "" {
 		return "", nil, errors.New(skipped)
 	}
-	return "", nil, fmt.Errorf("no configuration: looked for %s and %s; make one from your MCP clients' servers with: toolsift import -o ~/.config/toolsift/config.yaml (or pass --config FILE)",
-		localConfig, user)
+	return "", nil, fmt.Errorf("no configuration: looked for %s and %s; make one from your MCP clients' servers with: toolsift import -o %s (or pass --config FILE)",
+		localConfig, user, tilde(user))
+}
+
+// tilde writes a path under the home directory as ~/…, as a user would type it.
+func tilde(path string) string {
+	home, _ := os.UserHomeDir()
+	return clients.Tilde(path, home)
 }
 
 // approved reports whether the user approved the folder's configuration with this content;

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -181,8 +180,7 @@ func parseSetup(args []string, stdout io.Writer) (r setupRun, done bool, err err
 func (r setupRun) config(stderr io.Writer) (string, checkedConfig, error) {
 	cfgFile, err := findConfig(r.configFlag, warnTo(stderr))
 	if err != nil {
-		return "", checkedConfig{}, fmt.Errorf("%w; or make one from your clients' servers: toolsift import -o %s", err,
-			r.show(filepath.Join(cmp.Or(os.Getenv("XDG_CONFIG_HOME"), filepath.Join(r.opts.Home, ".config")), "toolsift", "config.yaml")))
+		return "", checkedConfig{}, err // it says how to make one
 	}
 	if cfgFile, err = filepath.Abs(cfgFile); err != nil {
 		return "", checkedConfig{}, err

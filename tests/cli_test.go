@@ -208,3 +208,17 @@ func TestSmallMistakesNameTheFix(t *testing.T) {
 		}
 	}
 }
+
+// TestSetupWithoutAConfigSaysOnce (issue 33, row 10): setup with no configuration says
+// once how to make one, naming the file toolsift will read.
+func TestSetupWithoutAConfigSaysOnce(t *testing.T) {
+	home := t.TempDir()
+	cmd := exec.Command(bin, "setup", "claude-code")
+	cmd.Dir = home
+	cmd.Env = append(isolatedEnv(t), "HOME="+home, "XDG_CONFIG_HOME=")
+	out, _ := cmd.CombinedOutput()
+	want := "toolsift import -o ~/.config/toolsift/config.yaml"
+	if n := strings.Count(string(out), "toolsift import"); n != 1 || !strings.Contains(string(out), want) {
+		t.Errorf("setup without a configuration said %d times how to import:\n%s\nwant once: %s", n, out, want)
+	}
+}
