@@ -80,6 +80,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 	}
+	showAlwaysLoaded(stdout, pool.Catalog())
 	if len(cfg.Servers) == 0 && len(cfg.Projects) > 0 {
 		n := 0
 		for _, servers := range cfg.Projects {
@@ -103,6 +104,26 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// showAlwaysLoaded lists the tools every session is shown from the start, and their size:
+// each is resent with every model request.
+func showAlwaysLoaded(stdout io.Writer, cat *upstream.Catalog) {
+	var names []string
+	total := 0
+	for _, t := range cat.Tools {
+		if !t.AlwaysLoad {
+			continue
+		}
+		size := len(t.Exposed) + len(t.Title) + len(t.Description) + len(t.InputSchema) + len(t.OutputSchema) + len(t.Annotations) + len(t.Meta)
+		total += size
+		names = append(names, fmt.Sprintf("%s (%.1f KB)", t.Exposed, float64(size)/1000))
+	}
+	if len(names) == 0 {
+		return
+	}
+	fmt.Fprintf(stdout, "\nalways loaded, in every session's list from the start: %s, %.1f KB: %s\n", plural(len(names), "tool"), float64(total)/1000, strings.Join(names, ", "))
+	fmt.Fprintln(stdout, "  to load one only when searched for: under its server, tools: {NAME: {alwaysLoad: false}}; alwaysLoad: false for all of a server's")
 }
 
 // lastError is a server's last error for its user to read, with what the server printed

@@ -105,6 +105,9 @@ type Server struct {
 	// start; AlwaysLoadAll shows every tool of the server.
 	AlwaysLoad    []string
 	AlwaysLoadAll bool
+	// AlwaysLoadOff (alwaysLoad: false) overrides the tools that ask to be always loaded
+	// themselves (_meta["anthropic/alwaysLoad"]): none of the server's is.
+	AlwaysLoadOff bool
 	// Allow, if not empty, keeps only the tools that match one of its patterns; Deny then drops
 	// the tools that match one of its patterns. Denied tools are never listed, searched or called.
 	Allow    []string
@@ -169,6 +172,9 @@ type Defaults struct {
 type ToolOverride struct {
 	Keywords    []string
 	Description string
+	// AlwaysLoad, if set, says whether the tool is always loaded, over the server's
+	// alwaysLoad and the tool's own ask.
+	AlwaysLoad *bool
 }
 
 // Allowed reports whether the server's allow and deny lists admit the tool.
@@ -179,9 +185,13 @@ func (s *Server) Allowed(tool string) bool {
 	return !matchAny(s.Deny, tool)
 }
 
-// AlwaysLoaded reports whether the configuration marks the tool always-load.
-func (s *Server) AlwaysLoaded(tool string) bool {
-	return s.AlwaysLoadAll || matchAny(s.AlwaysLoad, tool)
+// AlwaysLoaded reports whether the tool is always loaded: by the configuration (the tool's
+// own alwaysLoad, then the server's), else as the tool asks itself (asked).
+func (s *Server) AlwaysLoaded(tool string, asked bool) bool {
+	if o, ok := s.Tools[tool]; ok && o.AlwaysLoad != nil {
+		return *o.AlwaysLoad
+	}
+	return s.AlwaysLoadAll || matchAny(s.AlwaysLoad, tool) || asked && !s.AlwaysLoadOff
 }
 
 func matchAny(patterns []string, name string) bool {

@@ -55,7 +55,7 @@ mcpServers:
 	if gh.Env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "ghp" || gh.Env["LEVEL"] != "info" || gh.Env["PORT"] != "8080" {
 		t.Errorf("github env = %v", gh.Env)
 	}
-	if !gh.AlwaysLoaded("create_issue") || gh.AlwaysLoaded("list_issues") {
+	if !gh.AlwaysLoaded("create_issue", false) || gh.AlwaysLoaded("list_issues", false) {
 		t.Errorf("github alwaysLoad = %v", gh.AlwaysLoad)
 	}
 	if jira.Headers["Authorization"] != "Bearer jt" || jira.Prefix != "j" || jira.CallTimeout.Seconds() != 30 {
@@ -67,7 +67,7 @@ mcpServers:
 	if jira.Allowed("delete_issue") || !jira.Allowed("get_issue") {
 		t.Errorf("jira deny %v not applied", jira.Deny)
 	}
-	if all.Type != TypeSSE || all.Prefix != "" || !all.AlwaysLoaded("anything") {
+	if all.Type != TypeSSE || all.Prefix != "" || !all.AlwaysLoaded("anything", false) {
 		t.Errorf("all = %+v", all)
 	}
 }
@@ -568,5 +568,55 @@ callTimeout: 5s
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestAlwaysLoadOverrides (issue 33, row 12): alwaysLoad: false on a server, or on one of
+// its tools, says no to the tools that ask to be always loaded themselves; a tool's own
+// setting comes first.
+func TestAlwaysLoadOverrides(t *testing.T) {
+	cfg, err := Parse("c.yaml", []byte(`mcpServers:
+  off:
+    command: x
+    alwaysLoad: false
+  some:
+    command: x
+    tools:
+      scrape: {alwaysLoad: false}
+      crawl: {alwaysLoad: true}
+  listed:
+    command: x
+    alwaysLoad: [a]
+    tools:
+      a: {alwaysLoad: false}
+`), func(string) (string, bool) { return "", true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]Server{}
+	for _, s := range cfg.Servers {
+		by[s.Name] = s
+	}
+	tests := []struct {
+		server, tool string
+		asked, want  bool
+	}{
+		{"off", "scrape", true, false},
+		{"off", "other", false, false},
+		{"some", "scrape", true, false},
+		{"some", "map", true, true}, // as it asks
+		{"some", "crawl", false, true},
+		{"some", "other", false, false},
+		{"listed", "a", false, false},
+		{"listed", "b", true, true},
+	}
+	for _, tt := range tests {
+		s := by[tt.server]
+		if got := s.AlwaysLoaded(tt.tool, tt.asked); got != tt.want {
+			t.Errorf("%s: AlwaysLoaded(%s, asked %v) = %v, want %v", tt.server, tt.tool, tt.asked, got, tt.want)
+		}
+	}
+	if _, err := Parse("c.yaml", []byte("mcpServers:\n  a:\n    command: x\n    tools:\n      t: {alwaysLoad: maybe}\n"), nil); err == nil || !strings.Contains(err.Error(), "mcpServers.a.tools.t.alwaysLoad") {
+		t.Errorf("a non-boolean tool alwaysLoad = %v, want an error naming it", err)
 	}
 }

@@ -109,7 +109,7 @@ var (
 	authKeys    = []string{"tokens"}
 	serverKeys  = []string{"type", "command", "args", "env", "cwd", "url", "headers", "prefix", "description", "alwaysLoad", "allow", "deny", "disabled", "tools", "callTimeout", "startupTimeout", "lazyStart", "idleTimeout", "maxResultBytes", "concurrency", "oauth"}
 	oauthKeys   = []string{"clientId", "clientSecret", "scopes", "redirectUri", "clientMetadataUrl"}
-	toolKeys    = []string{"keywords", "description"}
+	toolKeys    = []string{"keywords", "description", "alwaysLoad"}
 	searchKeys  = []string{"embeddings", "sampling"}
 	// embeddingsKeys are the keys of search.embeddings.
 	embeddingsKeys = []string{"url", "model", "apiKey", "timeout"}

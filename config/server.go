@@ -45,6 +45,7 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 		case "alwaysLoad":
 			if v.Kind == yaml.ScalarNode && v.Tag == "!!bool" {
 				s.AlwaysLoadAll = p.bool(v, at)
+				s.AlwaysLoadOff = !s.AlwaysLoadAll
 			} else {
 				s.AlwaysLoad = p.patterns(v, at)
 			}

@@ -25,14 +25,14 @@ func (p *parser) str(n *yaml.Node, at string) string {
 
 func (p *parser) toolOverrides(n *yaml.Node, at string) map[string]ToolOverride {
 	if n.Kind != yaml.MappingNode {
-		p.errorf(n, at, "want a mapping of tool names to {keywords, description}, got %s", kindName(n))
+		p.errorf(n, at, "want a mapping of tool names to {keywords, description, alwaysLoad}, got %s", kindName(n))
 		return nil
 	}
 	out := map[string]ToolOverride{}
 	p.fields(n, at, func(tool string, v *yaml.Node, at string) {
 		var o ToolOverride
 		if v.Kind != yaml.MappingNode {
-			p.errorf(v, at, "want a mapping with keywords and/or description, got %s", kindName(v))
+			p.errorf(v, at, "want a mapping with keywords, description or alwaysLoad, got %s", kindName(v))
 			return
 		}
 		p.fields(v, at, func(key string, v *yaml.Node, at string) {
@@ -41,6 +41,9 @@ func (p *parser) toolOverrides(n *yaml.Node, at string) map[string]ToolOverride 
 				o.Keywords = p.strList(v, at)
 			case "description":
 				o.Description = p.str(v, at)
+			case "alwaysLoad":
+				b := p.bool(v, at)
+				o.AlwaysLoad = &b
 			default:
 				p.unknownKey(v, at, key, toolKeys)
 			}

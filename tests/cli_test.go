@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"os"
@@ -220,5 +221,39 @@ func TestSetupWithoutAConfigSaysOnce(t *testing.T) {
 	want := "toolsift import -o ~/.config/toolsift/config.yaml"
 	if n := strings.Count(string(out), "toolsift import"); n != 1 || !strings.Contains(string(out), want) {
 		t.Errorf("setup without a configuration said %d times how to import:\n%s\nwant once: %s", n, out, want)
+	}
+}
+
+// TestAlwaysLoadCanBeRefused (issue 33, row 12): firecrawl marks two of its tools
+// always-load itself; toolsift status shows them with their size, and alwaysLoad: false,
+// on one tool or on the server, keeps them out of the first tools/list.
+func TestAlwaysLoadCanBeRefused(t *testing.T) {
+	server := func(extra string) string {
+		return fmt.Sprintf("mcpServers:\n  fc:\n    command: %q\n    args: [--builtins=false, --catalog, %q]\n%s", fixtureBin, filepath.Join(catalogs, "firecrawl.json"), extra)
+	}
+	out, errOut, code := runCLI(t, "status", "--wait", "20s", "--config", config(t, server("")))
+	if code != 0 || !strings.Contains(out, "always loaded, in every session's list from the start: 2 tools") || !strings.Contains(out, "fc__firecrawl_scrape (") {
+		t.Errorf("status = %d\n%s%s\nwant the two always-loaded tools and their size", code, out, errOut)
+	}
+	tests := []struct {
+		extra string
+		want  []string // the firecrawl tools in the first list
+	}{
+		{"", []string{"fc__firecrawl_scrape", "fc__firecrawl_search"}},
+		{"    tools:\n      firecrawl_scrape: {alwaysLoad: false}\n", []string{"fc__firecrawl_search"}},
+		{"    alwaysLoad: false\n", nil},
+	}
+	for _, tt := range tests {
+		c := proxy(t, server(tt.extra))
+		c.search("select:fc__none", 1) // the catalog is in, and nothing unlocked
+		var got []string
+		for _, tool := range c.listTools() {
+			if strings.HasPrefix(tool.Name, "fc__") {
+				got = append(got, tool.Name)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("with %q the first list has %v, want %v", tt.extra, got, tt.want)
+		}
 	}
 }

@@ -231,7 +231,7 @@ func (s *server) toolsFrom(raws []json.RawMessage) []Tool {
 			s.repairsLogged[t.Name] = true
 			s.log.Info("upstream tool schema repaired", "tool", t.Name, "repairs", t.Repairs)
 		}
-		t.AlwaysLoad = t.AlwaysLoad || s.cfg.AlwaysLoaded(t.Name)
+		t.AlwaysLoad = s.cfg.AlwaysLoaded(t.Name, t.AlwaysLoad)
 		if o, ok := s.cfg.Tools[t.Name]; ok {
 			t.Keywords = o.Keywords
 			if o.Description != "" {
