@@ -39,7 +39,7 @@ func readConsent(src Source, opts Options) *consent {
 	case filepath.Base(src.Path) == ".mcp.json":
 		// Copilot CLI reads the workspace's .mcp.json too; Claude Code's approvals are
 		// the only per-server record of it.
-		a := readClaudeApprovals(opts.Home, project)
+		a := readClaudeApprovals(opts.Home, project, opts.State)
 		c.claude = &a
 	case src.Kind == Gemini:
 		c.record = geminiTrustFile(opts.Home)
@@ -195,8 +195,10 @@ type claudeApprovals struct {
 // readClaudeApprovals gathers the approvals of project's .mcp.json servers from every place
 // Claude Code keeps them: the project's entry in ~/.claude.json, and the user's, the
 // project's and the project's local settings files. A file that cannot be read adds
-// nothing; a disabled server stays disabled whatever else approves it.
-func readClaudeApprovals(home, project string) claudeApprovals {
+// nothing; a disabled server stays disabled whatever else approves it, but for those
+// toolsift's setup disabled itself (its record in state), which it serves there: that was
+// setup's doing, not the user's choice.
+func readClaudeApprovals(home, project, state string) claudeApprovals {
 	var a claudeApprovals
 	take := func(n *jnode) {
 		if n == nil || n.kind != jObject {
@@ -225,6 +227,11 @@ func readClaudeApprovals(home, project string) claudeApprovals {
 	}
 	take(readJSONFile(filepath.Join(project, ".claude", "settings.json")))
 	take(readJSONFile(filepath.Join(project, ".claude", "settings.local.json")))
+	if state != "" {
+		if rec, err := readHandover(stateDir(state, SettingsFile(project))); err == nil {
+			a.disabled = slices.DeleteFunc(a.disabled, func(n string) bool { return slices.Contains(rec.Added, n) })
+		}
+	}
 	return a
 }
 

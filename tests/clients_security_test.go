@@ -193,3 +193,58 @@ func TestSetupSettingsLocalByteForByte(t *testing.T) {
 func strconvQuote(s string) string {
 	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"`
 }
+
+// TestImportAfterSetupKeepsItsServersOn (issue 33, row 2): the names setup itself put in a
+// project's disabledMcpjsonServers are setup's, not the user's choice: import after setup
+// (a fresh file, or --merge after a remove) brings the project's server back enabled, and
+// one the user disabled stays disabled.
+func TestImportAfterSetupKeepsItsServersOn(t *testing.T) {
+	home, project := t.TempDir(), t.TempDir()
+	env := isolatedEnv(t)
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), []byte(`{"projects": {`+strconvQuote(project)+`: {"enabledMcpjsonServers": ["projmem", "quiet"], "disabledMcpjsonServers": ["quiet"]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(`{"mcpServers": {"projmem": {"command": "npx", "args": ["-y", "mem-mcp"]}, "quiet": {"command": "npx", "args": ["-y", "quiet-mcp"]}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(home, ".config", "toolsift", "config.yaml")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	setupRun(t, home, project, env, "import", "--client", "claude-code", "-o", cfg)
+	setupRun(t, home, project, env, "setup", "claude-code", "--command", "/opt/bin/toolsift")
+	fresh := filepath.Join(home, "B.yaml")
+	setupRun(t, home, project, env, "import", "--client", "claude-code", "-o", fresh)
+	setupRun(t, home, project, env, "remove", "--config", cfg, "--project", "projmem")
+	setupRun(t, home, project, env, "import", "--client", "claude-code", "-o", cfg, "--merge")
+	for _, file := range []string{fresh, cfg} {
+		data, _ := os.ReadFile(file)
+		text := string(data)
+		mem, off := entry(text, "projmem:"), entry(text, "quiet:")
+		if mem == "" || strings.Contains(mem, "disabled: true") {
+			t.Errorf("%s: projmem = %q, want it imported and enabled\n%s", file, mem, text)
+		}
+		if !strings.Contains(off, "disabled: true") {
+			t.Errorf("%s: quiet = %q, want it kept disabled, as the user disabled it\n%s", file, off, text)
+		}
+	}
+}
+
+// entry is the YAML of one server in text: its key line and the lines indented below it.
+func entry(text, key string) string {
+	i := strings.Index(text, " "+key+"\n")
+	if i < 0 {
+		return ""
+	}
+	start := strings.LastIndex(text[:i], "\n") + 1
+	indent := i + 1 - start
+	lines := strings.Split(text[start:], "\n")
+	out := []string{lines[0]}
+	for _, l := range lines[1:] {
+		if len(l)-len(strings.TrimLeft(l, " ")) <= indent {
+			break
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
