@@ -17,6 +17,7 @@ import (
 	"github.com/toolsift/toolsift/internal/logbuf"
 	"github.com/toolsift/toolsift/internal/parent"
 	"github.com/toolsift/toolsift/internal/redact"
+	"github.com/toolsift/toolsift/internal/terminal"
 	"github.com/toolsift/toolsift/proxy"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -69,9 +70,18 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	log := slog.New(redact.Handler(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: lvl}), red))
 	slog.SetDefault(log) // mcp-go's transports log through the default logger
 
-	cfg, err := loadConfig(*configFile, func(msg string) { log.Warn(msg) })
-	if err != nil {
+	cfg, cfgErr := loadConfig(*configFile, func(msg string) { log.Warn(msg) })
+	broken := ""
+	switch err := cfgErr; {
+	case err != nil && *listen != "":
 		return err
+	case err != nil:
+		// A client shows a server that exits as "connection closed", and the reason only in
+		// a log: serve instead, run nothing, and say it in every answer (see
+		// proxy.Options.ConfigError).
+		log.Error("configuration not read: serving no server until it is fixed", "error", err)
+		broken = terminal.Lines(err.Error())
+		cfg = &config.Config{}
 	}
 	red.Add(cfg.Secrets()...)
 	// The proxy is built on the pool, then the pool starts reporting to it.
@@ -84,7 +94,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion(), MaxCalls: cfg.MaxCalls,
 		MaxUnlocked: cfg.MaxUnlocked, ListAllUnder: cfg.ListAllUnder, Groups: cfg.Groups, Embeddings: emb,
-		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red})
+		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red, ConfigError: broken})
 	defer srv.Close() // waits for an index build in progress; runs before the pool closes
 	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
 	if addr := cmp.Or(*listen, cfg.HTTP.Listen); addr != "" {
@@ -99,7 +109,13 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	// Only on stdio: a server on --listen outlives the shell that started it.
 	ctx, unwatch := parent.Watch(ctx, log)
 	defer unwatch()
-	return srv.ServeStdio(ctx, stdin, stdout)
+	if err := srv.ServeStdio(ctx, stdin, stdout); err != nil {
+		return err
+	}
+	if broken != "" {
+		return cfgErr // served, as it was broken: the exit status says so
+	}
+	return nil
 }
 
 // serveHTTP serves until ctx ends, then stops accepting, lets requests in flight finish (up

@@ -86,7 +86,7 @@ func TestGoldenSearchDescription(t *testing.T) {
 		{Name: "new", State: upstream.StateStarting},
 		{Name: "broken", State: upstream.StateFailed},
 		{Name: "off", State: upstream.StateDisabled, Tools: 9},
-	})
+	}, "")
 	raw, err := json.Marshal(def)
 	if err != nil {
 		t.Fatal(err)

@@ -58,6 +58,9 @@ type SearchResult struct {
 const maxQueryBytes = 2000
 
 func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if s.opts.ConfigError != "" {
+		return errorResult("%s", brokenText(s.opts.ConfigError)), nil
+	}
 	var args struct {
 		Query      *string `json:"query"`
 		MaxResults *int    `json:"max_results"`
@@ -154,6 +157,9 @@ func searchResult(sess *session, res SearchResult, matched []*form) *mcp.CallToo
 }
 
 func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if s.opts.ConfigError != "" {
+		return errorResult("%s", brokenText(s.opts.ConfigError)), nil
+	}
 	var args struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`

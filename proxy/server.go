@@ -84,6 +84,10 @@ type Options struct {
 	// result, a prompt or resource error, /readyz); nil masks only URLs and known token
 	// shapes. Upstream errors can quote a URL's API key or what a server printed.
 	Redactor *redact.Redactor
+	// ConfigError, if set, is why toolsift's configuration could not be read, so that no
+	// server runs: tool_search's description and every tool call say it, with its fix, so
+	// the user sees it in the client rather than a closed connection.
+	ConfigError string
 	// Embeddings, if set, ranks tool_search's keyword queries by meaning as well as by
 	// words, and is told of every catalog change to compute the tools' vectors; nil ranks
 	// by words alone. The caller owns it and closes it after the server.
@@ -162,7 +166,8 @@ func New(ups Upstreams, opts Options) *Server {
 		opts.Version = "dev"
 	}
 	s := &Server{opts: opts, log: opts.Logger, ups: redacting{ups, opts.Redactor}, sessions: map[string]*session{}, subscribers: map[string]int{}}
-	s.shown, s.shownDirectory = s.view(), searchToolDef(ups.Statuses()).Description
+	s.meta.broken = opts.ConfigError
+	s.shown, s.shownDirectory = s.view(), searchToolDef(ups.Statuses(), opts.ConfigError).Description
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(ctx context.Context, cs server.ClientSession) {
 		s.session(cs.SessionID())
@@ -198,7 +203,7 @@ func New(ups Upstreams, opts Options) *Server {
 		server.WithInstructions("toolsift aggregates many MCP servers. Most of their tools are hidden until you "+
 			"search for them with tool_search; call what it finds through call_tool at once, or from your tool list once it appears there."),
 	)
-	s.mcp.AddTool(searchToolDef(nil), s.handleSearch)
+	s.mcp.AddTool(searchToolDef(nil, ""), s.handleSearch)
 	s.mcp.AddTool(callToolDef(), s.handleCall)
 	// Register the cached prompts and resources before any session exists: registered later,
 	// when a server connects with what it had, they would be announced as a change.

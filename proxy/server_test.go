@@ -478,7 +478,7 @@ func TestDirectoryListsServersWithKnownTools(t *testing.T) {
 		{Name: "new", State: upstream.StateStarting},
 		{Name: "broken", State: upstream.StateFailed},
 		{Name: "off", State: upstream.StateDisabled, Tools: 9},
-	}).Description
+	}, "").Description
 	servers, down, _ := strings.Cut(desc, "Not available right now:")
 	for _, want := range []string{"- up (3 tools): Up", "- lazy (2 tools)", "- cached (4 tools)", "- crashed (5 tools)"} {
 		if !strings.Contains(servers, want) {
@@ -506,7 +506,7 @@ func TestDirectoryIsBounded(t *testing.T) {
 				Summary: "Reads and writes the records of a service that has a long description " + strings.Repeat("x", 100)})
 		}
 		statuses = append(statuses, upstream.Status{Name: "down", State: upstream.StateFailed})
-		desc := searchToolDef(statuses).Description
+		desc := searchToolDef(statuses, "").Description
 		if len(desc) > 8000 {
 			t.Errorf("%d servers: description is %d bytes, want at most 8000", n, len(desc))
 		}

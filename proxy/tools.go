@@ -42,8 +42,11 @@ func boolPtr(b bool) *bool { return &b }
 
 // searchToolDef describes tool_search, listing what the servers offer so that the model
 // knows what it can search for.
-func searchToolDef(statuses []upstream.Status) mcp.Tool {
+func searchToolDef(statuses []upstream.Status, broken string) mcp.Tool {
 	var b strings.Builder
+	if broken != "" {
+		b.WriteString(brokenText(broken) + "\n\n")
+	}
 	b.WriteString("Find tools for a task. Most tools of the connected servers are hidden until searched for: " +
 		"whenever you need a capability you do not see, search here before concluding it does not exist. " +
 		"Query with keywords (\"create issue\", \"send message\"), +word to require a word, server:NAME for one server, select:name1,name2 for tools you know by name, or group:NAME for every tool of a server or group. " +
@@ -90,6 +93,13 @@ func searchToolDef(statuses []upstream.Status) mcp.Tool {
 		},
 		Meta: alwaysLoadMeta(nil),
 	}
+}
+
+// brokenText says that toolsift runs no server because its configuration could not be
+// read, and what the user must do.
+func brokenText(err string) string {
+	return "toolsift could not read its configuration, so it runs no server: " + err +
+		" Tell the user: fix the file, then restart the client (or this MCP server)."
 }
 
 // directoryBytes bounds the directory of servers in tool_search's description, which is

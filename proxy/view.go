@@ -128,6 +128,7 @@ func (s *Server) view() *view { return s.views.of(s.ups.Catalog()) }
 // the servers (see searchToolDef), so its form is remade only when what that list shows of
 // them changed.
 type metaTools struct {
+	broken   string     // Options.ConfigError; fixed at creation
 	mu       sync.Mutex // guards statuses and search
 	statuses []upstream.Status
 	search   *form
@@ -148,7 +149,7 @@ func (m *metaTools) forms(statuses []upstream.Status) (search, call *form) {
 		for _, st := range statuses {
 			m.statuses = append(m.statuses, shown(st))
 		}
-		m.search = metaForm(searchToolDef(statuses))
+		m.search = metaForm(searchToolDef(statuses, m.broken))
 	}
 	if m.call == nil {
 		m.call = metaForm(callToolDef())

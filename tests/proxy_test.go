@@ -959,3 +959,42 @@ func TestHTTPResultOverTheLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokenConfigReachesTheClient (issue 33, row 3): with a typo in its configuration,
+// toolsift still answers the official TypeScript client's initialize (no closed
+// connection), runs nothing, and its tool_search description and answer carry the
+// FILE:LINE message and its fix.
+func TestBrokenConfigReachesTheClient(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "toolsift.yaml")
+	yaml := fmt.Sprintf("mcpServers:\n  gh:\n    command: %q\n    args: [--pid-dir, %q]\n    comand: typo\n", fixtureBin, dir)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", "tsclient.mjs", bin, cfg, "create issue")
+	cmd.Env = isolatedEnv(t)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	want := cfg + ":5: mcpServers.gh.comand: unknown key; did you mean command?"
+	if err == nil || !strings.Contains(stderr.String(), "tool_search: ") || !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "Connection closed") {
+		t.Errorf("TypeScript client = %v\n%s\nwant tool_search's answer to carry %q", err, stderr.String(), want)
+	}
+	c := start(t, bin, "--config", cfg)
+	c.initialize()
+	var desc string
+	for _, tool := range c.listTools() {
+		if tool.Name == "tool_search" {
+			desc = tool.Description
+		}
+	}
+	if !strings.Contains(desc, want) || !strings.Contains(desc, "fix the file, then restart the client") {
+		t.Errorf("tool_search's description = %q, want the error and its fix", desc)
+	}
+	if res, _ := c.call("gh__echo", map[string]any{"message": "x"}); !res.IsError || !strings.Contains(res.Text(), want) {
+		t.Errorf("a call = %+v, want the error", res)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("a server of the broken file ran: %v", entries)
+	}
+}
