@@ -249,6 +249,10 @@ func writeImport(ctx context.Context, f importFlags, data []byte, servers int, s
 			return nil
 		}
 		fmt.Fprintf(stderr, "toolsift: adding to %s: %s\n", f.out, strings.Join(added, ", "))
+		for _, r := range takeRemoved(ctx, f.out, added) {
+			fmt.Fprintf(stderr, "toolsift: %s is back: you took it out with toolsift remove on %s, and a client still lists it; to keep it out, remove it from that client too, or write disabled: true under it\n",
+				r.Name, r.At.Format("2006-01-02 15:04"))
+		}
 	}
 	fmt.Fprintf(stderr, "toolsift: wrote %s to %s; check them with toolsift status --config %s, then switch a client: toolsift setup CLIENT\n",
 		plural(wrote, "server"), f.out, f.out)

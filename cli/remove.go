@@ -59,5 +59,12 @@ func removeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	fmt.Fprintf(stdout, "Removed %s from %s%s.\n", rest[0], file, where)
+	removed := rest[0]
+	if *project {
+		removed += " of project " + dir // as import --merge names it
+	}
+	if err := noteRemoved(ctx, file, removed); err != nil {
+		fmt.Fprintf(stderr, "toolsift: not remembered as removed (an import --merge would bring it back without a word): %v\n", err)
+	}
 	return nil
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds toolsift's release artifacts into dist/ (or $DIST):
-#   toolsift_<version>_<os>_<arch>.tar.gz (.zip for Windows): the binary, LICENSE, NOTICE, README.md
-#   checksums.txt: SHA-256 of each archive (sha256sum -c checksums.txt verifies them)
+#   toolsift_<version>_<os>_<arch>.tar.gz (.zip for Windows): a folder of that name holding the
+#     binary, LICENSE, NOTICE and README.md, so that unpacking it overwrites nothing beside it
+#   checksums.txt: SHA-256 of each archive (sha256sum -c --ignore-missing checksums.txt verifies
+#     those downloaded)
 #   npm/: toolsift-<version>.tgz (the launcher) and toolsift-<os>-<arch>-<version>.tgz (a binary each)
 #   server.json: the MCP Registry's entry for this version (npm package toolsift)
 # Usage: VERSION=v1.2.3 bash scripts/dist.sh
@@ -46,10 +48,10 @@ for p in $platforms; do
 
   name=toolsift_${VERSION}_${os}_${arch}
   if [ "$os" = windows ]; then
-    (cd "$out" && "$work/zip" "$dist/$name.zip" "$exe=$exe" LICENSE=LICENSE NOTICE=NOTICE README.md=README.md)
+    (cd "$out" && "$work/zip" "$dist/$name.zip" "$name/$exe=$exe" "$name/LICENSE=LICENSE" "$name/NOTICE=NOTICE" "$name/README.md=README.md")
   else
     tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
-      -C "$out" -cf - "$exe" LICENSE NOTICE README.md | gzip -n -9 > "$dist/$name.tar.gz"
+      --transform "s,^,$name/," -C "$out" -cf - "$exe" LICENSE NOTICE README.md | gzip -n -9 > "$dist/$name.tar.gz"
   fi
 
   # npm names platforms as Node does: process.arch x64, not amd64.

@@ -257,3 +257,40 @@ func TestAlwaysLoadCanBeRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeSaysWhatARemoveBringsBack (issue 33, row 8): a server taken out with toolsift
+// remove that import --merge brings back (a client still lists it) is named as back, with
+// how to keep it out; one merged for the first time is only added.
+func TestMergeSaysWhatARemoveBringsBack(t *testing.T) {
+	home := t.TempDir()
+	env := append(isolatedEnv(t), "HOME="+home, "XDG_CONFIG_HOME=")
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), []byte(`{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "mem"]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Env = home, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("toolsift %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	cfg := filepath.Join(home, "toolsift.yaml")
+	run("import", "--client", "claude-code", "-o", cfg)
+	run("add", "--config", cfg, "fetch", "--", "uvx", "mcp-server-fetch") // the README's: no clash with an import
+	run("remove", "--config", cfg, "memory")
+	out := run("import", "--client", "claude-code", "-o", cfg, "--merge")
+	if !strings.Contains(out, "adding to "+cfg+": memory") || !strings.Contains(out, "memory is back: you took it out with toolsift remove on ") || !strings.Contains(out, "write disabled: true under it") {
+		t.Errorf("import --merge after a remove said:\n%s\nwant it to name memory as back, and how to keep it out", out)
+	}
+	run("remove", "--config", cfg, "memory")
+	run("remove", "--config", cfg, "fetch")
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), []byte(`{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "mem"]}, "notes": {"command": "npx", "args": ["-y", "notes"]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out = run("import", "--client", "claude-code", "-o", cfg, "--merge")
+	if strings.Contains(out, "notes is back") || !strings.Contains(out, "memory is back") {
+		t.Errorf("a second merge said:\n%s\nwant memory back again, and notes only added", out)
+	}
+}

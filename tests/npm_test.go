@@ -262,3 +262,52 @@ func TestNPMLauncherWithoutItsBinary(t *testing.T) {
 		t.Errorf("the launcher without its binary said (%v):\n%s\nwant it to name npm install -g %s", err, out, pkg)
 	}
 }
+
+// TestReleaseArchiveAsReadmeSays (issue 33, rows 5-7): one downloaded archive checks with
+// the README's command and unpacks into a folder of its own, overwriting nothing beside it;
+// the README's quick start signs in where needed and its uninstall is npm's.
+func TestReleaseArchiveAsReadmeSays(t *testing.T) {
+	dist, err := release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "toolsift_v0.0.0-test_" + runtime.GOOS + "_" + runtime.GOARCH
+	dir := t.TempDir()
+	for _, f := range []string{name + ".tar.gz", "checksums.txt"} {
+		data, err := os.ReadFile(filepath.Join(dist, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := exec.Command("sha256sum", "-c", "--ignore-missing", "checksums.txt")
+	check.Dir = dir
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Errorf("sha256sum -c --ignore-missing checksums.txt with one archive: %v\n%s", err, out)
+	}
+	untar := exec.Command("tar", "-xzf", name+".tar.gz")
+	untar.Dir = dir
+	if out, err := untar.CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v\n%s", err, out)
+	}
+	if mine, _ := os.ReadFile(filepath.Join(dir, "README.md")); string(mine) != "mine" {
+		t.Errorf("unpacking the archive overwrote the README.md beside it")
+	}
+	if out, err := exec.Command(filepath.Join(dir, name, "toolsift"), "--version").CombinedOutput(); err != nil || !strings.Contains(string(out), "v0.0.0-test") {
+		t.Errorf("%s/toolsift --version = %v %s", name, err, out)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"sha256sum -c --ignore-missing", "toolsift auth login NAME", "npm uninstall -g toolsift", "npm install -g toolsift-VERSION.tgz toolsift-OS-ARCH-VERSION.tgz"} {
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("README.md does not say %q", want)
+		}
+	}
+}
