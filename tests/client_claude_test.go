@@ -468,7 +468,9 @@ func (m *claudeModel) answer(req *claudeRequest) claudeReply {
 		// answer to the call shows what the model would meet.
 		return call(claudeDirectID, claudeName("fx__echo"), map[string]any{"message": claudeDirectMessage})
 	default:
-		awaitUpstream(m.t, m.logPath)
+		if m.logPath != "" {
+			awaitUpstream(m.t, m.logPath)
+		}
 		return call(claudeSearchID, claudeName("tool_search"), map[string]any{"query": "select:fx__echo"})
 	}
 }

@@ -230,6 +230,9 @@ func awaitUpstream(t *testing.T, logPath string) {
 // empty, so that the checks still say what toolsift never did.
 func readToolsiftLog(t *testing.T, path string) []string {
 	t.Helper()
+	if path == "" {
+		return nil // a toolsift started as a user's client starts it: its log is the client's
+	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		t.Errorf("toolsift's log: %v (did the client start toolsift?)", err)
