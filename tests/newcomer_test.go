@@ -93,7 +93,7 @@ func TestNewcomerWalk(t *testing.T) {
 	// Claude Code keeps its own state in the file too (it wrote some in its run): undo puts
 	// the servers back as they were written, and leaves Claude Code's keys alone.
 	run(0, "setup", "claude-code", "--undo")
-	servers := original[strings.Index(original, `"mcpServers"`):strings.LastIndex(original, "}\n}")+1]
+	servers := original[strings.Index(original, `"mcpServers"`) : strings.LastIndex(original, "}\n}")+1]
 	if now, _ := os.ReadFile(claudeJSON); !strings.Contains(string(now), servers) || strings.Contains(string(now), `"toolsift"`) || !strings.Contains(string(now), `"numStartups"`) {
 		t.Errorf("~/.claude.json after undo:\n%s\nwant the servers back byte for byte:\n%s", now, servers)
 	}
