@@ -257,8 +257,10 @@ func (s *Server) unknownTool(ctx context.Context, sess *session, name string, pe
 		return errorResult("tool %q is gone: its server no longer offers it (its tool list changed since you found it). Use tool_search to find what it offers now.", name)
 	}
 	msg := fmt.Sprintf("unknown tool %q: no connected server offers it. Use tool_search to find the right name.", name)
-	if srv, ok := s.ups.ServerOf(name); ok {
-		msg = s.serverState(name, srv)
+	if st, ok := s.statusOf(name); ok && st.State.Usable() {
+		msg = fmt.Sprintf("unknown tool %q: server %q offers no such tool. Use tool_search to find the right name.", name, st.Name)
+	} else if ok {
+		msg = fmt.Sprintf("tool %q cannot be called: server %s.", name, unavailableReason(st))
 	}
 	if near := s.nearest(ctx, name); len(near) > 0 {
 		msg += fmt.Sprintf(" Closest: %s.", strings.Join(near, ", "))
@@ -269,19 +271,18 @@ func (s *Server) unknownTool(ctx context.Context, sess *session, name string, pe
 	return errorResult("%s", msg)
 }
 
-// serverState says why a tool under the prefix of the configured server srv cannot be
-// called: the server's state and its one fix, or that it offers no such tool.
-func (s *Server) serverState(name, srv string) string {
-	for _, st := range s.ups.Statuses() {
-		if st.Name != srv {
-			continue
-		}
-		if st.State.Usable() {
-			return fmt.Sprintf("unknown tool %q: server %q offers no such tool. Use tool_search to find the right name.", name, srv)
-		}
-		return fmt.Sprintf("tool %q cannot be called: server %s.", name, unavailableReason(st))
+// statusOf returns the status of the configured server whose prefix the exposed name has.
+func (s *Server) statusOf(name string) (upstream.Status, bool) {
+	srv, ok := s.ups.ServerOf(name)
+	if !ok {
+		return upstream.Status{}, false
 	}
-	return fmt.Sprintf("unknown tool %q: no connected server offers it. Use tool_search to find the right name.", name)
+	for _, st := range s.ups.Statuses() {
+		if st.Name == srv {
+			return st, true
+		}
+	}
+	return upstream.Status{}, false
 }
 
 // unavailableReason says why a server cannot be used, with its one fix, as NAME (STATE):
