@@ -45,7 +45,7 @@ func register(c command) {
 
 // listed is the order of the usage text's list of commands: what a newcomer needs first.
 // A command not named here comes after them, by name.
-var listed = []string{"serve", "import", "setup", "add", "remove", "list", "auth", "trust", "status", "search", "eval", "version", "help"}
+var listed = []string{"serve", "import", "setup", "add", "remove", "list", "auth", "token", "trust", "status", "search", "eval", "version", "help"}
 
 // ordered returns the registered commands in the usage text's order.
 func ordered() []command {

@@ -128,16 +128,18 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, maxCalls
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	if !gate.IsLoopback(host) && len(cfg.Tokens) == 0 {
-		return fmt.Errorf("refusing to listen on %s without auth.tokens: anyone who can reach it could use every configured server; set auth.tokens in the config or listen on 127.0.0.1", net.JoinHostPort(host, port))
+	named := namedTokens()
+	hasNamed := named != nil && named.InUse()
+	if !gate.IsLoopback(host) && len(cfg.Tokens) == 0 && !hasNamed {
+		return fmt.Errorf("refusing to listen on %s without auth.tokens or a named token: anyone who can reach it could use every configured server; make one with toolsift token create NAME (or set auth.tokens in the config), or listen on 127.0.0.1", net.JoinHostPort(host, port))
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
 		return err
 	}
-	log.Info("serving on http", "url", "http://"+ln.Addr().String()+"/mcp", "auth", len(cfg.Tokens) > 0)
+	log.Info("serving on http", "url", "http://"+ln.Addr().String()+"/mcp", "auth", len(cfg.Tokens) > 0 || hasNamed)
 	err = gate.Serve(ctx, ln, srv, gate.Options{Logger: log, MaxCalls: maxCalls,
-		Tokens: cfg.Tokens, AllowedOrigins: cfg.AllowedOrigins, SessionIdleTimeout: cfg.SessionIdleTimeout,
+		Tokens: cfg.Tokens, Named: named, AllowedOrigins: cfg.AllowedOrigins, SessionIdleTimeout: cfg.SessionIdleTimeout,
 		ReadTimeout: cfg.ReadTimeout, MaxConnections: cfg.MaxConnections,
 		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,
 	})

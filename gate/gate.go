@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolsift/toolsift/internal/apitoken"
 	"github.com/toolsift/toolsift/internal/jsonrpc"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -56,8 +57,12 @@ type Options struct {
 	// MaxCalls is the proxy's bound on a session's calls in flight (proxy.Options.MaxCalls);
 	// 0 means 32.
 	MaxCalls int
-	// Tokens are the bearer tokens a client may present; none means no authentication.
+	// Tokens are the bearer tokens a client may present, from the configuration; with none
+	// and no named token either, no authentication.
 	Tokens []string
+	// Named, if set, holds the named tokens made with toolsift token create; it is read
+	// again whenever it changes.
+	Named *apitoken.Store
 	// AllowedOrigins are browser origins allowed besides localhost ones. A request with any
 	// other Origin header gets 403: DNS-rebinding protection.
 	AllowedOrigins []string
@@ -361,7 +366,7 @@ func (g *gate) wellFormed(w http.ResponseWriter, r *http.Request) bool {
 
 // probe answers /healthz and /readyz, to anyone; the servers' errors only with a token.
 func (g *gate) probe(w http.ResponseWriter, r *http.Request) {
-	if len(g.tokens) == 0 || g.authorized(r) {
+	if !g.authRequired() || g.authorized(r) {
 		r = r.WithContext(context.WithValue(r.Context(), showErrors{}, true))
 	}
 	// A probe's connection is not kept: anyone may ask, and must not hold sockets.
@@ -372,7 +377,7 @@ func (g *gate) probe(w http.ResponseWriter, r *http.Request) {
 // admit checks the request's token and that the session it names, if any, is one this
 // token opened; it returns the credential and the session's ID.
 func (g *gate) admit(w http.ResponseWriter, r *http.Request) (cred [32]byte, id string, ok bool) {
-	if len(g.tokens) > 0 && !g.authorized(r) {
+	if g.authRequired() && !g.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolsift"`)
 		refuse(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
 		return cred, "", false
@@ -382,7 +387,7 @@ func (g *gate) admit(w http.ResponseWriter, r *http.Request) (cred [32]byte, id 
 		refuse(w, "Bad Request: the request names more than one session (Mcp-Session-Id and sessionId differ); send one", http.StatusBadRequest)
 		return cred, "", false
 	}
-	if id != "" && len(g.tokens) > 0 && !g.owners.allows(id, cred) {
+	if id != "" && g.authRequired() && !g.owners.allows(id, cred) {
 		// A session belongs to the token that opened it: its ID travels in headers and
 		// URLs and must not let another token's holder in. To them it does not exist.
 		refuse(w, "Not Found: no such session", http.StatusNotFound)
@@ -434,6 +439,11 @@ func credential(r *http.Request) [32]byte {
 	return sha256.Sum256([]byte(strings.TrimSpace(tok)))
 }
 
+// authRequired reports whether a request must carry a token: one is configured or named.
+func (g *gate) authRequired() bool {
+	return len(g.tokens) > 0 || g.opts.Named != nil && g.opts.Named.InUse()
+}
+
 func (g *gate) authorized(r *http.Request) bool {
 	sum := credential(r)
 	if sum == ([32]byte{}) {
@@ -443,7 +453,14 @@ func (g *gate) authorized(r *http.Request) bool {
 	for _, t := range g.tokens {
 		match |= subtle.ConstantTimeCompare(sum[:], t[:])
 	}
-	return match == 1
+	if match == 1 {
+		return true
+	}
+	if g.opts.Named != nil {
+		_, ok := g.opts.Named.VerifyDigest(sum)
+		return ok
+	}
+	return false
 }
 
 // hostAllowed refuses a request that reached a loopback address under another host's name:
