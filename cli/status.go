@@ -80,7 +80,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 	}
-	showAlwaysLoaded(stdout, pool.Catalog())
+	showAlwaysLoaded(stdout, settledCatalog(pool))
 	if len(cfg.Servers) == 0 && len(cfg.Projects) > 0 {
 		n := 0
 		for _, servers := range cfg.Projects {
@@ -104,6 +104,23 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// settledCatalog is the pool's catalog once it holds the tools the servers' statuses count:
+// it is built from their lists just after they connect. It waits a second at most.
+func settledCatalog(pool *upstream.Pool) *upstream.Catalog {
+	deadline := time.Now().Add(time.Second)
+	for {
+		want := 0
+		for _, st := range pool.Statuses() {
+			want += st.Tools
+		}
+		cat := pool.Catalog()
+		if len(cat.Tools) >= want || time.Now().After(deadline) {
+			return cat
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // showAlwaysLoaded lists the tools every session is shown from the start, and their size:
