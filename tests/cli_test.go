@@ -268,13 +268,12 @@ func TestMergeSaysWhatARemoveBringsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(args ...string) string {
-		cmd := exec.Command(bin, args...)
-		cmd.Dir, cmd.Env = home, env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("toolsift %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Helper()
+		out, code := runIn(t, env, home, args...)
+		if code != 0 {
+			t.Fatalf("toolsift %s = %d\n%s", strings.Join(args, " "), code, out)
 		}
-		return string(out)
+		return out
 	}
 	cfg := filepath.Join(home, "toolsift.yaml")
 	run("import", "--client", "claude-code", "-o", cfg)

@@ -43,19 +43,11 @@ func TestNewcomerWalk(t *testing.T) {
 		"BROWSER="+fixtureBin+" --browse")
 	run := func(wantCode int, args ...string) string {
 		t.Helper()
-		cmd := exec.Command(toolsift, args...)
-		cmd.Dir, cmd.Env = home, env
-		out, err := cmd.CombinedOutput()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		out, code := runExe(t, toolsift, env, home, args...)
 		if code != wantCode {
 			t.Fatalf("toolsift %s = %d, want %d\n%s", strings.Join(args, " "), code, wantCode, out)
 		}
-		return string(out)
+		return out
 	}
 	cfg := filepath.Join(home, ".config", "toolsift", "config.yaml")
 	run(0, "import", "-o", cfg)

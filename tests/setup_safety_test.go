@@ -49,7 +49,14 @@ func write(t *testing.T, path, text string) {
 
 func runIn(t *testing.T, env []string, dir string, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	return runExe(t, bin, env, dir, args...)
+}
+
+// runExe runs the toolsift at exe (the built one, or one installed from npm) in dir with
+// env, and returns its output and exit code.
+func runExe(t *testing.T, exe string, env []string, dir string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(exe, args...)
 	cmd.Env, cmd.Dir = env, dir
 	out, err := cmd.CombinedOutput()
 	code := 0
