@@ -129,17 +129,22 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, maxCalls
 		host = "127.0.0.1"
 	}
 	named := namedTokens()
-	hasNamed := named != nil && named.InUse()
-	if !gate.IsLoopback(host) && len(cfg.Tokens) == 0 && !hasNamed {
-		return fmt.Errorf("refusing to listen on %s without auth.tokens or a named token: anyone who can reach it could use every configured server; make one with toolsift token create NAME (or set auth.tokens in the config), or listen on 127.0.0.1", net.JoinHostPort(host, port))
+	authed := len(cfg.Tokens) > 0 || named != nil && named.InUse() || cfg.OIDC != nil
+	if !gate.IsLoopback(host) && !authed {
+		return fmt.Errorf("refusing to listen on %s without auth.tokens, auth.oidc or a named token: anyone who can reach it could use every configured server; make one with toolsift token create NAME (or set auth.oidc or auth.tokens in the config), or listen on 127.0.0.1", net.JoinHostPort(host, port))
+	}
+	var oidc *gate.OIDC
+	if o := cfg.OIDC; o != nil {
+		oidc = &gate.OIDC{Issuer: o.Issuer, Resource: cfg.PublicURL + "/mcp", Audience: o.Audience,
+			UserClaim: o.UserClaim, GroupsClaim: o.GroupsClaim, Scopes: o.Scopes, Algorithms: o.Algorithms}
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
 		return err
 	}
-	log.Info("serving on http", "url", "http://"+ln.Addr().String()+"/mcp", "auth", len(cfg.Tokens) > 0 || hasNamed)
+	log.Info("serving on http", "url", "http://"+ln.Addr().String()+"/mcp", "auth", authed)
 	err = gate.Serve(ctx, ln, srv, gate.Options{Logger: log, MaxCalls: maxCalls,
-		Tokens: cfg.Tokens, Named: named, AllowedOrigins: cfg.AllowedOrigins, SessionIdleTimeout: cfg.SessionIdleTimeout,
+		Tokens: cfg.Tokens, Named: named, OIDC: oidc, AllowedOrigins: cfg.AllowedOrigins, SessionIdleTimeout: cfg.SessionIdleTimeout,
 		ReadTimeout: cfg.ReadTimeout, MaxConnections: cfg.MaxConnections,
 		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,
 	})

@@ -56,6 +56,8 @@ type Config struct {
 	Groups map[string][]string
 	// Search configures how tool_search ranks, beyond words.
 	Search Search
+	// Audit configures the audit log of tool calls.
+	Audit Audit
 }
 
 // HTTP configures the streamable HTTP front end.
@@ -80,6 +82,12 @@ type HTTP struct {
 	// MaxSessions bounds open sessions in total, and MaxSessionsPerToken those opened with
 	// one token; past them a new session gets 503. Zero means 2000 and 500.
 	MaxSessions, MaxSessionsPerToken int
+	// PublicURL is the service's address as its clients reach it (through a reverse proxy,
+	// say): https://mcp.example.com. The identity provider's tokens name it, and OAuth
+	// sign-ins come back to it.
+	PublicURL string
+	// OIDC, if set, has people sign in at the team's identity provider (auth.oidc).
+	OIDC *OIDC
 }
 
 // Server is one upstream MCP server.
@@ -142,6 +150,8 @@ type Server struct {
 	// OAuth configures how toolsift signs in to an HTTP or SSE server that asks for OAuth;
 	// nil means discovery and dynamic registration, which most servers need nothing more for.
 	OAuth *OAuth
+	// Access, if set, limits the server's tools to some callers of a shared service.
+	Access *Access
 }
 
 // OAuth is a server's sign-in settings (toolsift auth login NAME).
@@ -175,6 +185,8 @@ type ToolOverride struct {
 	// AlwaysLoad, if set, says whether the tool is always loaded, over the server's
 	// alwaysLoad and the tool's own ask.
 	AlwaysLoad *bool
+	// Access, if set, says who may use the tool, over the server's.
+	Access *Access
 }
 
 // Allowed reports whether the server's allow and deny lists admit the tool.
@@ -294,6 +306,12 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 // top reads the top-level keys into cfg, and returns the nodes of the servers and of the
 // projects' servers, read next.
 func (p *parser) top(cfg *Config, root *yaml.Node) (servers, projects *yaml.Node) {
+	var oidcNode *yaml.Node
+	defer func() {
+		if oidcNode != nil && cfg.HTTP.PublicURL == "" {
+			p.errorf(oidcNode, "auth.oidc", "needs publicUrl: the service's address as clients reach it (https://mcp.example.com), which the provider's tokens name")
+		}
+	}()
 	p.fields(root, "", func(key string, val *yaml.Node, at string) {
 		switch key {
 		case "mcpServers":
@@ -306,17 +324,28 @@ func (p *parser) top(cfg *Config, root *yaml.Node) (servers, projects *yaml.Node
 				return
 			}
 			p.fields(val, at, func(key string, val *yaml.Node, at string) {
-				if key != "tokens" {
-					p.unknownKey(val, at, key, authKeys)
-					return
-				}
-				cfg.HTTP.Tokens = p.strList(val, at)
-				for i, tok := range cfg.HTTP.Tokens {
-					if len(tok) < 16 {
-						p.errorf(val, fmt.Sprintf("%s[%d]", at, i), "a token must be at least 16 characters")
+				switch key {
+				case "tokens":
+					cfg.HTTP.Tokens = p.strList(val, at)
+					for i, tok := range cfg.HTTP.Tokens {
+						if len(tok) < 16 {
+							p.errorf(val, fmt.Sprintf("%s[%d]", at, i), "a token must be at least 16 characters")
+						}
 					}
+				case "oidc":
+					cfg.HTTP.OIDC = p.oidc(val, at)
+					oidcNode = val
+				default:
+					p.unknownKey(val, at, key, authKeys)
 				}
 			})
+		case "publicUrl":
+			cfg.HTTP.PublicURL = strings.TrimSuffix(p.str(val, at), "/")
+			if !secureURL(cfg.HTTP.PublicURL) {
+				p.errorf(val, at, "%q is not an https URL (http only on this machine, for testing)", cfg.HTTP.PublicURL)
+			}
+		case "audit":
+			cfg.Audit = p.audit(val, at)
 		case "allowedOrigins":
 			cfg.HTTP.AllowedOrigins = p.strList(val, at)
 		case "sessionIdleTimeout":

@@ -73,6 +73,8 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 		case "oauth":
 			oauthNode = v
 			s.OAuth = p.oauth(v, at)
+		case "access":
+			s.Access = p.access(v, at)
 		default:
 			p.unknownKey(v, at, key, serverKeys)
 		}

@@ -44,6 +44,8 @@ func (p *parser) toolOverrides(n *yaml.Node, at string) map[string]ToolOverride 
 			case "alwaysLoad":
 				b := p.bool(v, at)
 				o.AlwaysLoad = &b
+			case "access":
+				o.Access = p.access(v, at)
 			default:
 				p.unknownKey(v, at, key, toolKeys)
 			}

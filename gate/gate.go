@@ -25,6 +25,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/toolsift/toolsift/internal/apitoken"
+	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/internal/jsonrpc"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -63,6 +64,9 @@ type Options struct {
 	// Named, if set, holds the named tokens made with toolsift token create; it is read
 	// again whenever it changes.
 	Named *apitoken.Store
+	// OIDC, if set, makes the service an OAuth protected resource that accepts the access
+	// tokens of the team's identity provider (see OIDC).
+	OIDC *OIDC
 	// AllowedOrigins are browser origins allowed besides localhost ones. A request with any
 	// other Origin header gets 403: DNS-rebinding protection.
 	AllowedOrigins []string
@@ -198,6 +202,11 @@ func Handler(p Proxy, opts Options) (http.Handler, func(context.Context) error) 
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { readyz(w, r, p.Statuses()) })
 
 	g := &gate{opts: opts, next: mux, inFlight: map[string]int{}, owners: owners, p: p}
+	if opts.OIDC != nil {
+		g.oidc = newVerifier(*opts.OIDC)
+		mux.HandleFunc("GET "+MetadataPath, g.oidc.metadata)
+		mux.HandleFunc("GET /.well-known/oauth-protected-resource", g.oidc.metadata)
+	}
 	for _, t := range opts.Tokens {
 		g.tokens = append(g.tokens, sha256.Sum256([]byte(t)))
 	}
@@ -252,6 +261,8 @@ type gate struct {
 	mu       sync.Mutex // guards inFlight
 	inFlight map[string]int
 
+	oidc *verifier // nil without Options.OIDC
+
 	owners *owners
 	p      Proxy
 }
@@ -290,10 +301,16 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.probe(w, r)
 		return
 	}
-	cred, id, ok := g.admit(w, r)
+	if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") {
+		// Public: it is how a client learns where to sign in.
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	user, cred, id, ok := g.admit(w, r)
 	if !ok {
 		return
 	}
+	r = r.WithContext(identity.NewContext(r.Context(), user))
 	msg, ok := g.readBody(w, r)
 	if !ok {
 		return
@@ -366,7 +383,7 @@ func (g *gate) wellFormed(w http.ResponseWriter, r *http.Request) bool {
 
 // probe answers /healthz and /readyz, to anyone; the servers' errors only with a token.
 func (g *gate) probe(w http.ResponseWriter, r *http.Request) {
-	if !g.authRequired() || g.authorized(r) {
+	if _, _, ok := g.authenticate(r); ok {
 		r = r.WithContext(context.WithValue(r.Context(), showErrors{}, true))
 	}
 	// A probe's connection is not kept: anyone may ask, and must not hold sockets.
@@ -374,26 +391,31 @@ func (g *gate) probe(w http.ResponseWriter, r *http.Request) {
 	g.next.ServeHTTP(w, r)
 }
 
-// admit checks the request's token and that the session it names, if any, is one this
-// token opened; it returns the credential and the session's ID.
-func (g *gate) admit(w http.ResponseWriter, r *http.Request) (cred [32]byte, id string, ok bool) {
-	if g.authRequired() && !g.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="toolsift"`)
-		refuse(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
-		return cred, "", false
+// admit checks who the request comes from and that the session it names, if any, is one
+// they opened; it returns the user, their credential and the session's ID.
+func (g *gate) admit(w http.ResponseWriter, r *http.Request) (user identity.User, cred [32]byte, id string, ok bool) {
+	user, cred, ok = g.authenticate(r)
+	if !ok {
+		if g.oidc != nil {
+			w.Header().Set("WWW-Authenticate", g.oidc.challenge(bearer(r) != ""))
+			refuse(w, "Unauthorized: sign in (the resource metadata says where), or send a named token as Authorization: Bearer <token>", http.StatusUnauthorized)
+		} else {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolsift"`)
+			refuse(w, "Unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+		}
+		return user, cred, "", false
 	}
-	cred = credential(r)
 	if id, ok = sessionOf(r); !ok {
 		refuse(w, "Bad Request: the request names more than one session (Mcp-Session-Id and sessionId differ); send one", http.StatusBadRequest)
-		return cred, "", false
+		return user, cred, "", false
 	}
 	if id != "" && g.authRequired() && !g.owners.allows(id, cred) {
-		// A session belongs to the token that opened it: its ID travels in headers and
-		// URLs and must not let another token's holder in. To them it does not exist.
+		// A session belongs to whoever opened it: its ID travels in headers and URLs and
+		// must not let anyone else in. To them it does not exist.
 		refuse(w, "Not Found: no such session", http.StatusNotFound)
-		return cred, "", false
+		return user, cred, "", false
 	}
-	return cred, id, true
+	return user, cred, id, true
 }
 
 // readBody reads a POST's body, within MaxBodyBytes and the read deadline, decodes its
@@ -429,38 +451,56 @@ func refuse(w http.ResponseWriter, msg string, code int) {
 	http.Error(w, msg, code)
 }
 
-// credential is the SHA-256 of the request's bearer token; zero without one.
-func credential(r *http.Request) [32]byte {
+// bearer is the request's bearer token; "" without one.
+func bearer(r *http.Request) string {
 	// RFC 9110 §11.1: the scheme is case-insensitive.
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return [32]byte{}
+		return ""
 	}
-	return sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return strings.TrimSpace(tok)
 }
 
-// authRequired reports whether a request must carry a token: one is configured or named.
+// authRequired reports whether a request must prove who it is: a token is configured or
+// named, or an identity provider is.
 func (g *gate) authRequired() bool {
-	return len(g.tokens) > 0 || g.opts.Named != nil && g.opts.Named.InUse()
+	return len(g.tokens) > 0 || g.opts.Named != nil && g.opts.Named.InUse() || g.oidc != nil
 }
 
-func (g *gate) authorized(r *http.Request) bool {
-	sum := credential(r)
-	if sum == ([32]byte{}) {
-		return false
+// authenticate returns who r comes from, and the credential its sessions are bound to: the
+// token's SHA-256 for a token of the config or a named one, the user's for a person (whose
+// access token changes as it is refreshed). ok is false when r must prove who it is and
+// does not.
+func (g *gate) authenticate(r *http.Request) (u identity.User, cred [32]byte, ok bool) {
+	if !g.authRequired() {
+		return u, cred, true
 	}
+	tok := bearer(r)
+	if tok == "" {
+		return u, cred, false
+	}
+	sum := sha256.Sum256([]byte(tok))
 	match := 0
 	for _, t := range g.tokens {
 		match |= subtle.ConstantTimeCompare(sum[:], t[:])
 	}
 	if match == 1 {
-		return true
+		return u, sum, true
 	}
 	if g.opts.Named != nil {
-		_, ok := g.opts.Named.VerifyDigest(sum)
-		return ok
+		if name, ok := g.opts.Named.VerifyDigest(sum); ok {
+			return identity.User{Kind: identity.Machine, Name: name, Key: "token " + name}, sum, true
+		}
 	}
-	return false
+	if g.oidc != nil && strings.Count(tok, ".") == 2 {
+		u, err := g.oidc.verify(r.Context(), tok)
+		if err != nil {
+			g.opts.Logger.Debug("access token refused", "error", err)
+			return identity.User{}, cred, false
+		}
+		return u, u.Digest(), true
+	}
+	return u, cred, false
 }
 
 // hostAllowed refuses a request that reached a loopback address under another host's name:
