@@ -2,7 +2,6 @@ package config
 
 import (
 	"net/url"
-	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -148,27 +147,6 @@ func (p *parser) audit(n *yaml.Node, at string) Audit {
 		p.errorf(n, at+".file", "missing: a path for the audit lines, or - for stdout")
 	}
 	return a
-}
-
-// Admits reports whether a caller may use what a is on: a nil Access admits everyone, else
-// a user named in Users or in one of Groups, or a named token in Tokens. person says whether
-// the caller is a signed-in user (name, groups) or a named token (name).
-func (a *Access) Admits(person bool, name string, groups []string) bool {
-	if a == nil {
-		return true
-	}
-	if !person {
-		return slices.Contains(a.Tokens, name)
-	}
-	if slices.Contains(a.Users, name) {
-		return true
-	}
-	for _, g := range groups {
-		if slices.Contains(a.Groups, g) {
-			return true
-		}
-	}
-	return false
 }
 
 // AccessOf returns the access rules of the server's tool: the tool's own, else the

@@ -233,6 +233,9 @@ type Request struct {
 	// Choose, if not nil, is asked to choose among the best candidates when the words are
 	// unsure.
 	Choose Chooser
+	// Admits, if not nil, keeps only the tools it admits: what a caller may not use is not
+	// found, as if it did not exist (a select: of its name is Unknown).
+	Admits func(*upstream.Tool) bool
 }
 
 // Result is what a Find found.
@@ -296,7 +299,7 @@ func (f *Finder) Find(ctx context.Context, req Request) (Result, error) {
 	q := req.Query
 	switch {
 	case q.Group != "":
-		tools, err := f.group(idx.cat, q.Group, req.MaxGroup)
+		tools, err := f.group(idx.cat, q.Group, req.MaxGroup, req.Admits)
 		for _, t := range tools {
 			res.Hits = append(res.Hits, Hit{Tool: t, Why: ByGroup})
 		}
@@ -304,20 +307,32 @@ func (f *Finder) Find(ctx context.Context, req Request) (Result, error) {
 	case len(q.Select) > 0:
 		hits, unknown := idx.ix.Search(q, req.Limit)
 		res.Hits, res.Unknown = hitsOf(idx.cat, hits, BySelect), unknown
+		if req.Admits != nil {
+			for _, h := range res.Hits {
+				if !req.Admits(&h.Tool) {
+					res.Unknown = append(res.Unknown, h.Tool.Exposed)
+				}
+			}
+			res.Hits = admitted(res.Hits, req.Admits)
+		}
 		return res, nil
 	}
 	// Ranked a little deeper than asked where a Chooser may choose, when the words are
-	// unsure: a deeper ranking prunes less.
+	// unsure: a deeper ranking prunes less. Ranked whole when some tools are not admitted,
+	// so that the ones that are still fill the limit.
 	depth := req.Limit
 	if req.Choose != nil && depth > 0 {
 		depth = max(depth, choiceCandidates)
+	}
+	if req.Admits != nil {
+		depth = 0
 	}
 	hits, _ := f.rank(ctx, idx.ix, q, depth)
 	why := ByWords
 	if f.opts.Embeddings != nil {
 		why = ByMeaning
 	}
-	res.Hits = hitsOf(idx.cat, hits, why)
+	res.Hits = admitted(hitsOf(idx.cat, hits, why), req.Admits)
 	if req.Choose != nil {
 		words := hits
 		if f.opts.Embeddings != nil {
@@ -333,6 +348,14 @@ func (f *Finder) Find(ctx context.Context, req Request) (Result, error) {
 		res.Hits = res.Hits[:min(len(res.Hits), req.Limit)]
 	}
 	return res, nil
+}
+
+// admitted returns the hits whose tools admits admits; all of them when it is nil.
+func admitted(hits []Hit, admits func(*upstream.Tool) bool) []Hit {
+	if admits == nil {
+		return hits
+	}
+	return slices.DeleteFunc(hits, func(h Hit) bool { return !admits(&h.Tool) })
 }
 
 // hitsOf gives the ranking's hits their tools from cat, the catalog the index was built of.
@@ -366,12 +389,20 @@ func (f *Finder) hybridOf(ix *search.Index) *embedding.Hybrid {
 }
 
 // group returns every tool of the configured group name, or else of the server name, in
-// catalog order. max, if above 0, bounds those that are not always-load.
-func (f *Finder) group(cat *upstream.Catalog, name string, max int) ([]upstream.Tool, error) {
+// catalog order, of those admits admits (all when nil). max, if above 0, bounds those that
+// are not always-load.
+func (f *Finder) group(cat *upstream.Catalog, name string, max int, admits func(*upstream.Tool) bool) ([]upstream.Tool, error) {
 	patterns, configured := f.opts.Groups[name]
 	var tools []upstream.Tool
 	hidden := 0 // tools the group would unlock: always-load ones are listed anyway
+	seen := map[string]bool{} // servers with a tool admits admits, when it is set
 	for _, t := range cat.Tools {
+		if admits != nil {
+			if !admits(&t) {
+				continue
+			}
+			seen[t.Server] = true
+		}
 		in := !configured && strings.EqualFold(t.Server, name)
 		for _, p := range patterns {
 			if ok, _ := path.Match(p, t.Exposed); ok {
@@ -387,6 +418,10 @@ func (f *Finder) group(cat *upstream.Catalog, name string, max int) ([]upstream.
 		}
 	}
 	statuses := f.src.Statuses()
+	if admits != nil {
+		// A server none of whose tools the caller may use does not exist for them.
+		statuses = slices.DeleteFunc(statuses, func(st upstream.Status) bool { return !seen[st.Name] })
+	}
 	if !configured && len(tools) == 0 && !slices.ContainsFunc(statuses, func(st upstream.Status) bool { return strings.EqualFold(st.Name, name) }) {
 		var known []string
 		for g := range f.opts.Groups {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,7 +86,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	start := time.Now()
 	sess := s.sessionFrom(ctx)
 	unlocks := !stable(ctx) && !s.fitsAll(s.view())
-	find := finder.Request{Query: q, Text: *args.Query, Limit: limit}
+	find := finder.Request{Query: q, Text: *args.Query, Limit: limit, Admits: sess.admits()}
 	if unlocks {
 		find.MaxGroup = s.opts.MaxUnlocked
 	}
@@ -105,7 +106,16 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	for i, h := range found.Hits {
 		matched[i], tools[i] = v.formOf(h.Tool), h.Tool
 	}
-	for _, st := range s.ups.Statuses() {
+	all := s.ups.Statuses()
+	shown := visible(slices.Clone(all), cat, sess.who())
+	if len(shown) < len(all) {
+		hidden := func(name string) bool {
+			return !slices.ContainsFunc(shown, func(st upstream.Status) bool { return st.Name == name }) &&
+				slices.ContainsFunc(all, func(st upstream.Status) bool { return st.Name == name })
+		}
+		pending = slices.DeleteFunc(pending, hidden)
+	}
+	for _, st := range shown {
 		// A server starting with its tools known (cached) is searched, and a call waits for
 		// it: not something for the model to avoid.
 		starting := st.State == upstream.StateStarting && st.Tools > 0
@@ -186,7 +196,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		t, ok = cat.Lookup(args.Name)
 	}
 	sess := s.sessionFrom(ctx)
-	if !ok {
+	if !ok || !t.Admits(sess.who()) {
 		return s.unknownTool(ctx, sess, args.Name, pending), nil
 	}
 	// Announce before calling upstream, and flush before returning: a notification sent as
@@ -247,6 +257,15 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 
 // unknownTool explains why a name is not callable.
 func (s *Server) unknownTool(ctx context.Context, sess *session, name string, pending []string) *mcp.CallToolResult {
+	if admits := sess.admits(); admits != nil {
+		// What the caller may not use does not exist for them: no word of a server's state,
+		// its deny list, or a tool they lost.
+		msg := fmt.Sprintf("unknown tool %q. Use tool_search to find the right name.", name)
+		if near := s.nearest(ctx, name, admits); len(near) > 0 {
+			msg += fmt.Sprintf(" Closest: %s.", strings.Join(near, ", "))
+		}
+		return errorResult("%s", msg)
+	}
 	if srv, denied := s.ups.Denied(name); denied {
 		return errorResult("tool %q of server %q is denied by toolsift's configuration (allow/deny lists).", name, srv)
 	}
@@ -262,7 +281,7 @@ func (s *Server) unknownTool(ctx context.Context, sess *session, name string, pe
 	} else if ok {
 		msg = fmt.Sprintf("tool %q cannot be called: server %s.", name, unavailableReason(st))
 	}
-	if near := s.nearest(ctx, name); len(near) > 0 {
+	if near := s.nearest(ctx, name, nil); len(near) > 0 {
 		msg += fmt.Sprintf(" Closest: %s.", strings.Join(near, ", "))
 	}
 	if len(pending) > 0 {
@@ -304,14 +323,14 @@ func unavailableReason(st upstream.Status) string {
 }
 
 // nearest returns the few tools a tool_search for the words of name would find: what a
-// mistyped or half-remembered name most likely meant.
-func (s *Server) nearest(ctx context.Context, name string) []string {
+// mistyped or half-remembered name most likely meant; of those admits admits, if set.
+func (s *Server) nearest(ctx context.Context, name string, admits func(*upstream.Tool) bool) []string {
 	words := strings.Join(strings.FieldsFunc(name, func(r rune) bool { return r == '_' || r == '-' || r == '.' || r == '/' }), " ")
 	q, err := search.ParseQuery(words)
 	if err != nil || len(q.Select) > 0 || q.Group != "" {
 		return nil
 	}
-	found, err := s.finder.Find(ctx, finder.Request{Query: q, Text: name, Limit: 3})
+	found, err := s.finder.Find(ctx, finder.Request{Query: q, Text: name, Limit: 3, Admits: admits})
 	if err != nil {
 		return nil
 	}

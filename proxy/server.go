@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolsift/toolsift/embedding"
 	"github.com/toolsift/toolsift/finder"
+	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -170,7 +171,10 @@ func New(ups Upstreams, opts Options) *Server {
 	s.shown, s.shownDirectory = s.view(), searchToolDef(ups.Statuses(), opts.ConfigError).Description
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(ctx context.Context, cs server.ClientSession) {
-		s.session(cs.SessionID())
+		sess := s.session(cs.SessionID())
+		sess.mu.Lock()
+		sess.user = identity.FromContext(ctx)
+		sess.mu.Unlock()
 		s.watchers.tell(ctx, opened, cs.SessionID())
 	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.endSession(cs.SessionID()) })

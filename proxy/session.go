@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -86,6 +87,8 @@ type session struct {
 	// client is the name the client gave in initialize ("" until then), and protocol the
 	// protocol revision it asked for.
 	client, protocol string
+	// user is who opened the session (over HTTP, as the gate found); set as it opens.
+	user identity.User
 	// holds is false for a session whose client does not re-list before reading a result:
 	// known so by its name, or shown when a hold ran out (see announce).
 	holds bool
@@ -358,7 +361,7 @@ func (s *Server) toolsFor(sess *session, stable bool) ([]*form, int) {
 		}
 	} else {
 		forms = v.alwaysForms()
-		search, call := s.meta.forms(s.ups.Statuses())
+		search, call := s.meta.forms(visible(s.ups.Statuses(), v.cat, sess.who()))
 		forms = append(forms, search, call)
 	}
 	sess.mu.Lock()
@@ -373,10 +376,52 @@ func (s *Server) toolsFor(sess *session, stable bool) ([]*form, int) {
 			forms = append(forms, f)
 		}
 	}
+	forms = admitted(sess.who(), forms)
 	if !all {
 		s.log.Debug("tools listed", "session", sess.id, "tools", len(forms), "version", version)
 	}
 	return forms, version
+}
+
+// who returns the session's user.
+func (sess *session) who() identity.User {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.user
+}
+
+// admits returns what decides whether the session's user may use a tool; nil for the
+// Local user, who may use every tool.
+func (sess *session) admits() func(*upstream.Tool) bool {
+	u := sess.who()
+	if u.Kind == identity.Local {
+		return nil
+	}
+	return func(t *upstream.Tool) bool { return t.Admits(u) }
+}
+
+// visible returns the statuses of the servers u may know of: those u may use, or one of
+// whose tools u may use. A server u may not use does not exist for them.
+func visible(statuses []upstream.Status, cat *upstream.Catalog, u identity.User) []upstream.Status {
+	if u.Kind == identity.Local {
+		return statuses
+	}
+	seen := map[string]bool{}
+	for i := range cat.Tools {
+		if t := &cat.Tools[i]; !seen[t.Server] && t.Admits(u) {
+			seen[t.Server] = true
+		}
+	}
+	return slices.DeleteFunc(statuses, func(st upstream.Status) bool { return !seen[st.Name] && !st.Admits(u) })
+}
+
+// admitted returns the subset of forms the session's user may use, in order: what a user
+// may not use does not exist for them. forms is returned as is for the Local user.
+func admitted(u identity.User, forms []*form) []*form {
+	if u.Kind == identity.Local {
+		return forms
+	}
+	return slices.DeleteFunc(forms, func(f *form) bool { return !f.src.Admits(u) })
 }
 
 // markListed wakes whoever waits for the session to re-list, if the list, built at version,

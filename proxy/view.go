@@ -33,6 +33,7 @@ type form struct {
 	always bool // the tool is always-load
 	tool   mcp.Tool
 	match  Match
+	src    upstream.Tool // as the catalog has it; zero for the meta-tools
 
 	rawOnce sync.Once
 	rawJSON json.RawMessage
@@ -81,7 +82,7 @@ func (v *view) formOf(t upstream.Tool) *form {
 
 // newForm makes the form of a tool.
 func newForm(t upstream.Tool) *form {
-	return &form{always: t.AlwaysLoad, tool: exposedTool(t), match: Match{
+	return &form{always: t.AlwaysLoad, tool: exposedTool(t), src: t, match: Match{
 		Name: t.Exposed, Server: t.Server,
 		Description: firstParagraph(t.Description, 1024),
 		InputSchema: schemaOrEmpty(t.InputSchema),

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/oauth"
 )
 
@@ -58,6 +59,13 @@ type Status struct {
 	StderrTail string
 	// Cached is when the server's cached catalog was saved; zero if there is none.
 	Cached time.Time
+	// Access is the server's access in the configuration (see Tool.Access).
+	Access *config.Access
+}
+
+// Admits reports whether u may use the server itself (its tools may admit others).
+func (st *Status) Admits(u identity.User) bool {
+	return st.Access == nil || u.Admitted(st.Access.Users, st.Access.Groups, st.Access.Tokens)
 }
 
 // Options configures a Pool. The zero value of each field means its documented default.
@@ -257,7 +265,7 @@ func (p *Pool) Statuses() []Status {
 	out := make([]Status, 0, len(p.servers))
 	for _, s := range p.servers {
 		s.mu.Lock()
-		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.part.tools), Summary: s.summary, Err: s.lastErr, Stderr: s.stderr, StderrTail: s.stderrLines, Cached: s.cached}
+		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.part.tools), Summary: s.summary, Err: s.lastErr, Stderr: s.stderr, StderrTail: s.stderrLines, Cached: s.cached, Access: s.cfg.Access}
 		if s.cfg.Description != "" {
 			st.Summary = s.cfg.Description
 		}

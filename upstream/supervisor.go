@@ -232,6 +232,7 @@ func (s *server) toolsFrom(raws []json.RawMessage) []Tool {
 			s.log.Info("upstream tool schema repaired", "tool", t.Name, "repairs", t.Repairs)
 		}
 		t.AlwaysLoad = s.cfg.AlwaysLoaded(t.Name, t.AlwaysLoad)
+		t.Access = s.cfg.AccessOf(t.Name)
 		if o, ok := s.cfg.Tools[t.Name]; ok {
 			t.Keywords = o.Keywords
 			if o.Description != "" {

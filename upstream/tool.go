@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/internal/identity"
 )
 
 // Tool is one upstream tool, kept as the server sent it.
@@ -32,11 +35,20 @@ type Tool struct {
 	// AlwaysLoad is set when the configuration or the tool's own
 	// _meta["anthropic/alwaysLoad"] asks for it to be shown to every session.
 	AlwaysLoad bool
+	// Access, if set, limits the tool to some callers of a shared service (the tool's or
+	// the server's access in the configuration).
+	Access *config.Access
 	// Args maps the names of arguments that InputSchema renamed to the server's names for
 	// them; nil when none was (see repairSchema).
 	Args map[string]string
 	// Repairs says what was changed in the server's input schema so that clients take it.
 	Repairs []string
+}
+
+// Admits reports whether u may use the tool: what a caller may not use does not exist for
+// them.
+func (t *Tool) Admits(u identity.User) bool {
+	return t.Access == nil || u.Admitted(t.Access.Users, t.Access.Groups, t.Access.Tokens)
 }
 
 // ParseTool decodes one tool of a tools/list result.

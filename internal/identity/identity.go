@@ -13,9 +13,12 @@ import (
 type Kind int
 
 const (
-	// Anyone is a caller the service did not ask: stdio, or HTTP without authentication,
-	// or a token from the config's auth.tokens, which names nobody.
-	Anyone Kind = iota
+	// Local is the one user of a toolsift that asks no one: over stdio, or over HTTP
+	// without authentication (on loopback). Access rules do not apply to them.
+	Local Kind = iota
+	// Shared is a holder of a token of the config's auth.tokens, which names nobody: access
+	// rules admit them nowhere.
+	Shared
 	// Person is a user signed in at the team's identity provider (a JWT access token).
 	Person
 	// Machine is the holder of a named token (toolsift token create).
@@ -26,7 +29,7 @@ const (
 type User struct {
 	Kind Kind
 	// Name is how configs and logs name the user: the token's configured user claim for
-	// a Person, the token's name for a Machine; empty for Anyone.
+	// a Person, the token's name for a Machine; empty for the others.
 	Name string
 	// Groups are a Person's groups, from the token's groups claim.
 	Groups []string
@@ -36,14 +39,18 @@ type User struct {
 }
 
 // Known reports whether the service knows who u is: a Person or a Machine.
-func (u User) Known() bool { return u.Kind != Anyone }
+func (u User) Known() bool { return u.Kind == Person || u.Kind == Machine }
 
-// InGroup reports whether u is in any of groups.
-func (u User) InGroup(groups []string) bool {
-	for _, g := range groups {
-		if slices.Contains(u.Groups, g) {
-			return true
-		}
+// Admitted reports whether u is one of the users, groups or named tokens a rule names; the
+// Local user is admitted everywhere, a Shared one nowhere.
+func (u User) Admitted(users, groups, tokens []string) bool {
+	switch u.Kind {
+	case Local:
+		return true
+	case Person:
+		return slices.Contains(users, u.Name) || slices.ContainsFunc(u.Groups, func(g string) bool { return slices.Contains(groups, g) })
+	case Machine:
+		return slices.Contains(tokens, u.Name)
 	}
 	return false
 }
@@ -60,7 +67,7 @@ func NewContext(ctx context.Context, u User) context.Context {
 	return context.WithValue(ctx, key{}, u)
 }
 
-// FromContext returns the user ctx carries; Anyone without one.
+// FromContext returns the user ctx carries; Local without one.
 func FromContext(ctx context.Context) User {
 	u, _ := ctx.Value(key{}).(User)
 	return u

@@ -1,0 +1,122 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// accessServers are github, open to the eng group, one of whose tools is always loaded, and
+// slack, open to all but for its post_message (bob alone) and get_users (the ci token).
+func accessServers(t *testing.T) string {
+	return githubFixture(t, `    alwaysLoad: [get_issue]
+    access: { groups: [eng] }
+`) + fmt.Sprintf(`
+  slack:
+    command: %q
+    args: ["--catalog", %q]
+    tools:
+      slack_post_message: { access: { users: [bob@example.com] } }
+      slack_get_users: { access: { tokens: [ci] } }
+`, fixtureBin, catalog(t, "slack"))
+}
+
+// TestAccessRules (issue 34): access by user, by group and by named token. What a caller may
+// not use does not exist for them: not in tools/list, not in tool_search's results or
+// description, and a call of it by name fails as an unknown tool, without a word of the
+// server or of a rule.
+func TestAccessRules(t *testing.T) {
+	d := newIDP(t)
+	d.groups["ann"] = []string{"eng"}
+	tm := serveTeam(t, d, "maxUnlocked: 60", accessServers(t))
+	cmd := exec.Command(bin, "token", "create", "ci")
+	cmd.Env = tm.env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ciToken := strings.TrimSpace(string(out))
+	as := func(tok string) *httpSession {
+		return connectHTTP(t, tm.url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + tok}))
+	}
+	ann, bob, ci := as(d.token("ann", tm.url+"/mcp")), as(d.token("bob", tm.url+"/mcp")), as(ciToken)
+
+	searchText := func(s *httpSession, q string) string {
+		res := s.call(t, "tool_search", map[string]any{"query": q, "max_results": 10})
+		return res.Content[0].(mcp.TextContent).Text
+	}
+	description := func(s *httpSession) string {
+		res, err := s.ListTools(context.Background(), mcp.ListToolsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range res.Tools {
+			if tl.Name == "tool_search" {
+				return tl.Description
+			}
+		}
+		t.Fatal("no tool_search listed")
+		return ""
+	}
+	tests := []struct {
+		who     string
+		s       *httpSession
+		sees    []string // found by their own search, callable
+		notSees []string // nowhere
+	}{
+		{"ann (eng)", ann, []string{"github__create_issue", "slack__slack_list_channels"}, []string{"slack__slack_post_message", "slack__slack_get_users"}},
+		{"bob (no group)", bob, []string{"slack__slack_post_message", "slack__slack_list_channels"}, []string{"github__create_issue", "github__get_issue", "slack__slack_get_users"}},
+		{"the ci token", ci, []string{"slack__slack_get_users", "slack__slack_list_channels"}, []string{"github__create_issue", "slack__slack_post_message"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.who, func(t *testing.T) {
+			for _, name := range tt.sees {
+				words := strings.ReplaceAll(strings.SplitN(name, "__", 2)[1], "_", " ")
+				if got := searchText(tt.s, words); !strings.Contains(got, `"`+name+`"`) {
+					t.Errorf("search %q does not find %s:\n%s", words, name, got)
+				}
+			}
+			listed := tt.s.names(t)
+			if slices.Contains(listed, "github__get_issue") != slices.Contains(tt.sees, "github__create_issue") {
+				t.Errorf("always-loaded github__get_issue listed=%v; the list: %v", slices.Contains(listed, "github__get_issue"), listed)
+			}
+			for _, name := range tt.notSees {
+				words := strings.ReplaceAll(strings.SplitN(name, "__", 2)[1], "_", " ")
+				if got := searchText(tt.s, words); strings.Contains(got, name) {
+					t.Errorf("search %q finds %s, which %s may not use:\n%s", words, name, tt.who, got)
+				}
+				if got := searchText(tt.s, "select:"+name); strings.Contains(got, `"name":"`+name) {
+					t.Errorf("select:%s finds it:\n%s", name, got)
+				}
+				if slices.Contains(tt.s.names(t), name) {
+					t.Errorf("%s is listed", name)
+				}
+				res, err := tt.s.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": name, "arguments": map[string]any{}}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				text := res.Content[0].(mcp.TextContent).Text
+				if !res.IsError || !strings.Contains(text, "unknown tool") || strings.Contains(text, "server") || strings.Contains(text, "denied") || strings.Contains(text, "access") {
+					t.Errorf("calling %s: %s", name, text)
+				}
+			}
+			desc := description(tt.s)
+			if strings.Contains(desc, "github") != slices.Contains(tt.sees, "github__create_issue") {
+				t.Errorf("tool_search's description and github:\n%s", desc)
+			}
+			if got := searchText(tt.s, "group:github"); strings.Contains(got, "github__") != slices.Contains(tt.sees, "github__create_issue") {
+				t.Errorf("group:github:\n%s", got)
+			}
+		})
+	}
+	res := bob.call(t, "tool_search", map[string]any{"query": "group:github"})
+	if text := res.Content[0].(mcp.TextContent).Text; !res.IsError || strings.Contains(strings.SplitN(text, "known:", 2)[1], "github") {
+		t.Errorf("group:github for bob: %s", text)
+	}
+}
