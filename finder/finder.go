@@ -394,7 +394,7 @@ func (f *Finder) hybridOf(ix *search.Index) *embedding.Hybrid {
 func (f *Finder) group(cat *upstream.Catalog, name string, max int, admits func(*upstream.Tool) bool) ([]upstream.Tool, error) {
 	patterns, configured := f.opts.Groups[name]
 	var tools []upstream.Tool
-	hidden := 0 // tools the group would unlock: always-load ones are listed anyway
+	hidden := 0               // tools the group would unlock: always-load ones are listed anyway
 	seen := map[string]bool{} // servers with a tool admits admits, when it is set
 	for _, t := range cat.Tools {
 		if admits != nil {
