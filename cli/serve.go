@@ -14,6 +14,7 @@ import (
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/embedding"
 	"github.com/toolsift/toolsift/gate"
+	"github.com/toolsift/toolsift/internal/audit"
 	"github.com/toolsift/toolsift/internal/logbuf"
 	"github.com/toolsift/toolsift/internal/parent"
 	"github.com/toolsift/toolsift/internal/redact"
@@ -84,6 +85,17 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		cfg = &config.Config{}
 	}
 	red.Add(cfg.Secrets()...)
+	addr := cmp.Or(*listen, cfg.HTTP.Listen)
+	var auditLog *audit.Log
+	if a := cfg.Audit; a.File != "" {
+		if a.File == "-" && addr == "" {
+			return fmt.Errorf("%s: audit.file is - (stdout), which carries MCP itself over stdio: write a path, or serve with --listen", cfg.File)
+		}
+		if auditLog, err = audit.Open(a.File, a.Arguments); err != nil {
+			return fmt.Errorf("%s: audit.file: %w", cfg.File, err)
+		}
+		defer auditLog.Close()
+	}
 	// The proxy is built on the pool, then the pool starts reporting to it.
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), Tokens: tokens()})
 	defer pool.Close()
@@ -94,10 +106,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion(), MaxCalls: cfg.MaxCalls,
 		MaxUnlocked: cfg.MaxUnlocked, ListAllUnder: cfg.ListAllUnder, Groups: cfg.Groups, Embeddings: emb,
-		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red, ConfigError: broken})
+		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red, ConfigError: broken, Audit: auditLog})
 	defer srv.Close() // waits for an index build in progress; runs before the pool closes
 	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
-	if addr := cmp.Or(*listen, cfg.HTTP.Listen); addr != "" {
+	if addr != "" {
 		return serveHTTP(ctx, srv, cfg.HTTP, cfg.MaxCalls, addr, log)
 	}
 	log.Info("serving on stdio", "config", cfg.File, "servers", len(cfg.Servers))

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolsift/toolsift/finder"
+	"github.com/toolsift/toolsift/internal/audit"
 	"github.com/toolsift/toolsift/search"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -186,6 +187,9 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	case a[0] != '{':
 		return errorResult("call_tool: arguments for %s must be a JSON object, got %s", args.Name, cut(a, 80)), nil
 	}
+	sess := s.sessionFrom(ctx)
+	rec := audit.Record{Tool: args.Name, ArgumentBytes: len(args.Arguments), Outcome: audit.Failed}
+	defer s.audit(ctx, sess, &rec, time.Now(), args.Arguments)
 	cat := s.ups.Catalog()
 	t, ok := cat.Lookup(args.Name)
 	var pending []string
@@ -195,10 +199,11 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		cat = s.ups.Catalog()
 		t, ok = cat.Lookup(args.Name)
 	}
-	sess := s.sessionFrom(ctx)
 	if !ok || !t.Admits(sess.who()) {
+		rec.Outcome = audit.Unknown
 		return s.unknownTool(ctx, sess, args.Name, pending), nil
 	}
+	rec.Server = t.Server
 	// Announce before calling upstream, and flush before returning: a notification sent as
 	// a call's handler ends can be lost over streamable HTTP.
 	var announced bool
@@ -226,6 +231,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		}
 	}
 	if !sess.enterCall(s.opts.MaxCalls) {
+		rec.Outcome = audit.Refused
 		s.log.Warn("tool call refused", "session", sess.id, "tool", t.Exposed, "upstream", t.Server, "max_calls", s.opts.MaxCalls)
 		return errorResult("too many calls in flight in this session: %d, the limit (maxCalls in toolsift's config). Wait for one to finish, then call %s again.", s.opts.MaxCalls, t.Exposed), nil
 	}
@@ -242,6 +248,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		log.Warn("tool call failed", "error", err)
 		if errors.Is(err, context.Canceled) {
+			rec.Outcome = audit.Canceled
 			return nil, err
 		}
 		return errorResult("%v (details in toolsift's log). The server's other tools and the other servers are unaffected; try again later or use another tool.", err), nil
@@ -252,7 +259,38 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return errorResult("upstream %q: %v", t.Server, err), nil
 	}
 	log.Info("tool call", "is_error", res.IsError)
+	rec.Outcome = audit.OK
+	if res.IsError {
+		rec.Outcome = audit.ToolError
+	}
 	return res, nil
+}
+
+// audit writes rec, of a call that started at start with the given arguments, to the audit
+// log, if there is one.
+func (s *Server) audit(ctx context.Context, sess *session, rec *audit.Record, start time.Time, args json.RawMessage) {
+	if s.opts.Audit == nil {
+		return
+	}
+	u := sess.who()
+	sess.mu.Lock()
+	rec.Client = sess.client
+	sess.mu.Unlock()
+	rec.Time, rec.Session, rec.User, rec.Auth = start.UTC(), sess.id, u.Name, u.Kind.String()
+	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	if s.opts.Audit.Arguments && len(args) > 0 {
+		masked := args
+		if s.opts.Redactor != nil {
+			masked = json.RawMessage(s.opts.Redactor.String(string(args)))
+		}
+		if !json.Valid(masked) {
+			masked, _ = json.Marshal(string(masked))
+		}
+		rec.Arguments = masked
+	}
+	if err := s.opts.Audit.Write(*rec); err != nil {
+		s.log.Error("audit log not written", "error", err)
+	}
 }
 
 // unknownTool explains why a name is not callable.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolsift/toolsift/embedding"
 	"github.com/toolsift/toolsift/finder"
+	"github.com/toolsift/toolsift/internal/audit"
 	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/upstream"
@@ -85,6 +86,8 @@ type Options struct {
 	// result, a prompt or resource error, /readyz); nil masks only URLs and known token
 	// shapes. Upstream errors can quote a URL's API key or what a server printed.
 	Redactor *redact.Redactor
+	// Audit, if set, gets a record of every tool call.
+	Audit *audit.Log
 	// ConfigError, if set, is why toolsift's configuration could not be read, so that no
 	// server runs: tool_search's description and every tool call say it, with its fix, so
 	// the user sees it in the client rather than a closed connection.

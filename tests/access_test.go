@@ -2,11 +2,16 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -34,7 +39,8 @@ func accessServers(t *testing.T) string {
 func TestAccessRules(t *testing.T) {
 	d := newIDP(t)
 	d.groups["ann"] = []string{"eng"}
-	tm := serveTeam(t, d, "maxUnlocked: 60", accessServers(t))
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
+	tm := serveTeam(t, d, fmt.Sprintf("maxUnlocked: 60\naudit: {file: %q, arguments: true}", auditFile), accessServers(t))
 	cmd := exec.Command(bin, "token", "create", "ci")
 	cmd.Env = tm.env
 	out, err := cmd.Output()
@@ -45,7 +51,8 @@ func TestAccessRules(t *testing.T) {
 	as := func(tok string) *httpSession {
 		return connectHTTP(t, tm.url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + tok}))
 	}
-	ann, bob, ci := as(d.token("ann", tm.url+"/mcp")), as(d.token("bob", tm.url+"/mcp")), as(ciToken)
+	annTok, bobTok := d.token("ann", tm.url+"/mcp"), d.token("bob", tm.url+"/mcp")
+	ann, bob, ci := as(annTok), as(bobTok), as(ciToken)
 
 	searchText := func(s *httpSession, q string) string {
 		res := s.call(t, "tool_search", map[string]any{"query": q, "max_results": 10})
@@ -118,5 +125,50 @@ func TestAccessRules(t *testing.T) {
 	res := bob.call(t, "tool_search", map[string]any{"query": "group:github"})
 	if text := res.Content[0].(mcp.TextContent).Text; !res.IsError || strings.Contains(strings.SplitN(text, "known:", 2)[1], "github") {
 		t.Errorf("group:github for bob: %s", text)
+	}
+
+	// The audit log has a line for every call, with who made it and how it ended, and
+	// arguments masked; no token is in it or in the log.
+	secret := "ghp_" + strings.Repeat("x1", 18)
+	ann.call(t, "github__create_issue", map[string]any{"owner": "o", "repo": "r", "title": "t", "body": "my token " + secret})
+	var lines []map[string]any
+	eventually(t, 5*time.Second, "the audit line of ann's call", func() bool {
+		data, _ := os.ReadFile(auditFile)
+		lines = nil
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) != nil {
+				t.Fatalf("an audit line is not JSON: %q", l)
+			}
+			lines = append(lines, m)
+		}
+		return len(lines) > 0 && lines[len(lines)-1]["tool"] == "github__create_issue"
+	})
+	if want := 2 + 3 + 2 + 1; len(lines) != want {
+		t.Errorf("%d audit lines, want %d (one per call)", len(lines), want)
+	}
+	last := lines[len(lines)-1]
+	if last["user"] != "ann@example.com" || last["auth"] != "person" || last["server"] != "github" || last["outcome"] != "ok" ||
+		last["client"] != "e2e" || last["session"] == "" || last["argument_bytes"].(float64) < 40 {
+		t.Errorf("the audit line of ann's call: %v", last)
+	}
+	if args, _ := json.Marshal(last["arguments"]); !strings.Contains(string(args), `"title":"t"`) || strings.Contains(string(args), secret) {
+		t.Errorf("audited arguments: %s", args)
+	}
+	byWho := map[string]int{}
+	for _, l := range lines[:len(lines)-1] {
+		if l["outcome"] != "unknown" || l["server"] != nil {
+			t.Errorf("a call of a tool the caller may not use: %v", l)
+		}
+		byWho[fmt.Sprint(l["user"], "/", l["auth"])]++
+	}
+	if want := map[string]int{"ann@example.com/person": 2, "bob@example.com/person": 3, "ci/token": 2}; !maps.Equal(byWho, want) {
+		t.Errorf("audit lines by caller: %v, want %v", byWho, want)
+	}
+	data, _ := os.ReadFile(auditFile)
+	for _, tok := range []string{annTok, bobTok, ciToken, secret} {
+		if strings.Contains(string(data), tok) || strings.Contains(tm.logs(), tok) {
+			t.Errorf("a token (%.12s…) is in the audit log or the log", tok)
+		}
 	}
 }

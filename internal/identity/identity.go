@@ -25,6 +25,19 @@ const (
 	Machine
 )
 
+// String names the kind as logs do: local, shared, person or token.
+func (k Kind) String() string {
+	switch k {
+	case Shared:
+		return "shared"
+	case Person:
+		return "person"
+	case Machine:
+		return "token"
+	}
+	return "local"
+}
+
 // User is who a request comes from.
 type User struct {
 	Kind Kind
