@@ -3,7 +3,6 @@ package oauth
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -44,75 +43,26 @@ var ErrNotAsked = errors.New("the server answered without asking for a sign-in")
 // Run signs in and saves the grant.
 func (l *Login) Run(ctx context.Context) (*Grant, error) {
 	name := l.Server.Name
-	hc := l.Tokens.http()
 	prev, err := l.Tokens.Grant(ctx, name, l.Server.URL)
 	if err != nil && !errors.Is(err, ErrNoGrant) {
 		return nil, err
-	}
-	ch, asked, err := probe(ctx, hc, l.Server)
-	if err != nil {
-		return nil, err
-	}
-	if !asked && (prev == nil || len(prev.Wanted) == 0) {
-		return nil, ErrNotAsked
-	}
-	md, err := Discover(ctx, hc, l.Server.URL, ch)
-	if err != nil {
-		return nil, fmt.Errorf("discovering how %s signs in: %w", name, err)
 	}
 	ln, redirectURI, err := l.listen()
 	if err != nil {
 		return nil, err
 	}
 	defer ln.Close()
-	client, registered, err := register(ctx, hc, name, l.ConfigFile, md, l.Server.OAuth, prev, redirectURI)
+	f, err := l.Tokens.Begin(ctx, l.Server, l.ConfigFile, prev, redirectURI)
 	if err != nil {
 		return nil, err
 	}
-	scope := chooseScope(l.Server.OAuth, ch.Scope, prev, md.ScopesSupported)
-	state, verifier := random(), random()
-	challenge := sha256.Sum256([]byte(verifier))
-	q := url.Values{
-		"response_type":         {"code"},
-		"client_id":             {client.ID},
-		"redirect_uri":          {redirectURI},
-		"state":                 {state},
-		"code_challenge":        {base64.RawURLEncoding.EncodeToString(challenge[:])},
-		"code_challenge_method": {"S256"},
-		"resource":              {md.Resource},
-	}
-	if scope != "" {
-		q.Set("scope", scope)
-	}
-	authURL := md.AuthorizationEndpoint
-	if strings.Contains(authURL, "?") {
-		authURL += "&" + q.Encode()
-	} else {
-		authURL += "?" + q.Encode()
-	}
-	code, err := l.await(ctx, ln, redirectURI, authURL, state, md)
+	q, err := l.await(ctx, ln, f)
 	if err != nil {
 		return nil, err
 	}
-	form := url.Values{
-		"grant_type":    {"authorization_code"},
-		"code":          {code},
-		"redirect_uri":  {redirectURI},
-		"code_verifier": {verifier},
-		"resource":      {md.Resource},
-	}
-	g := Grant{
-		Server: name, URL: l.Server.URL, Resource: md.Resource,
-		Issuer: md.Issuer, TokenEndpoint: md.TokenEndpoint, RevocationEndpoint: md.RevocationEndpoint,
-		ClientID: client.ID, AuthMethod: client.AuthMethod, Registered: registered, RedirectURI: redirectURI,
-		Scope: scope,
-	}
-	if registered {
-		g.ClientSecret = client.Secret
-	}
-	got, err := tokenRequest(ctx, hc, md.TokenEndpoint, client, form, g, l.Tokens.now())
+	got, err := l.Tokens.Finish(ctx, f, q)
 	if err != nil {
-		return nil, fmt.Errorf("signing in to %s: %w", name, err)
+		return nil, err
 	}
 	if err := l.Tokens.Store.Save(ctx, Key(l.Server.URL), got); err != nil {
 		return nil, fmt.Errorf("saving the sign-in of %s: %w", name, err)
@@ -148,7 +98,8 @@ func (l *Login) listen() (net.Listener, string, error) {
 // sends the user back, or the time is up. A callback without this sign-in's state is
 // answered 400 and ignored; one with it whose issuer is not this sign-in's fails closed,
 // without the server's text.
-func (l *Login) await(ctx context.Context, ln net.Listener, redirectURI, authURL, state string, md *Metadata) (string, error) {
+func (l *Login) await(ctx context.Context, ln net.Listener, f *Flow) (url.Values, error) {
+	redirectURI, authURL, state := f.redirectURI, f.URL, f.State
 	timeout := l.Timeout
 	if timeout == 0 {
 		timeout = 5 * time.Minute
@@ -157,8 +108,8 @@ func (l *Login) await(ctx context.Context, ln net.Listener, redirectURI, authURL
 	defer cancel()
 	cb, _ := url.Parse(redirectURI)
 	type answer struct {
-		code string
-		err  error
+		q   url.Values
+		err error
 	}
 	answers := make(chan answer, 1)
 	var stray atomic.Int64 // callbacks that were not this sign-in's (wrong or no state)
@@ -175,15 +126,8 @@ func (l *Login) await(ctx context.Context, ln net.Listener, redirectURI, authURL
 			fmt.Fprint(w, "<!doctype html><title>toolsift</title><p>This is not the answer toolsift is waiting for.</p>\n")
 			return
 		}
-		a := answer{code: q.Get("code")}
-		switch {
-		case q.Has("iss") && q.Get("iss") != md.Issuer || !q.Has("iss") && md.AuthorizationResponseIssParameterSupported:
-			a.err = fmt.Errorf("the sign-in's answer is not from %q (iss mismatch, RFC 9207): nothing was saved; run toolsift auth login %s again", md.Issuer, name)
-		case q.Get("error") != "":
-			a.err = fmt.Errorf("the authorization server declined the sign-in (%q)", q.Get("error"))
-		case a.code == "":
-			a.err = errors.New("the sign-in's answer holds no code")
-		}
+		a := answer{q: q}
+		_, a.err = f.code(q)
 		page := "Signed in to " + name + ": you can close this tab and go back to toolsift."
 		if a.err != nil {
 			w.WriteHeader(http.StatusBadRequest)
@@ -217,12 +161,12 @@ func (l *Login) await(ctx context.Context, ln net.Listener, redirectURI, authURL
 		if n := stray.Load(); n > 0 {
 			fmt.Fprintf(l.Out, "Ignored %d answer(s) at the callback that did not belong to this sign-in (state mismatch).\n", n)
 		}
-		return a.code, a.err
+		return a.q, a.err
 	case <-ctx.Done():
 		if n := stray.Load(); n > 0 {
-			return "", fmt.Errorf("no sign-in within %v; %d answer(s) at the callback did not belong to this sign-in (state mismatch) and were ignored, nothing was saved: run toolsift auth login %s again, and finish the sign-in in the browser", timeout, n, name)
+			return nil, fmt.Errorf("no sign-in within %v; %d answer(s) at the callback did not belong to this sign-in (state mismatch) and were ignored, nothing was saved: run toolsift auth login %s again, and finish the sign-in in the browser", timeout, n, name)
 		}
-		return "", fmt.Errorf("no sign-in within %v: run toolsift auth login %s again, and finish the sign-in in the browser", timeout, name)
+		return nil, fmt.Errorf("no sign-in within %v: run toolsift auth login %s again, and finish the sign-in in the browser", timeout, name)
 	}
 }
 

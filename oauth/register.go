@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 
 	"github.com/toolsift/toolsift/config"
@@ -41,7 +42,7 @@ func register(ctx context.Context, hc *http.Client, server, configFile string, m
 		"grant_types":                []string{"authorization_code", "refresh_token"},
 		"response_types":             []string{"code"},
 		"token_endpoint_auth_method": method,
-		"application_type":           "native",
+		"application_type":           applicationType(redirectURI),
 	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, md.RegistrationEndpoint, bytes.NewReader(body))
 	if err != nil {
@@ -73,4 +74,13 @@ func register(ctx context.Context, hc *http.Client, server, configFile string, m
 		c.AuthMethod = authMethod(c.Secret, md.TokenEndpointAuthMethodsSupported)
 	}
 	return c, true, nil
+}
+
+// applicationType is the registration's application_type (OpenID Dynamic Client
+// Registration): native for a loopback redirect URI, web for a service's public one.
+func applicationType(redirectURI string) string {
+	if u, err := url.Parse(redirectURI); err == nil && u.Scheme == "https" {
+		return "web"
+	}
+	return "native"
 }

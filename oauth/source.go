@@ -2,6 +2,8 @@ package oauth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,10 +24,16 @@ type NeedsLoginError struct {
 	Server string
 	// Why says what happened, when there is more to say than "not signed in".
 	Why string
+	// PerUser marks a server each user of a shared service signs in to for themselves
+	// (see Tokens.UserSource): the sign-in missing is the caller's own.
+	PerUser bool
 }
 
 func (e *NeedsLoginError) Error() string {
 	msg := fmt.Sprintf("server %q needs you to sign in: run toolsift auth login %s", e.Server, e.Server)
+	if e.PerUser {
+		msg = fmt.Sprintf("server %q needs you to sign in to it yourself (each person signs in for themselves)", e.Server)
+	}
 	if e.Why != "" {
 		msg += " (" + e.Why + ")"
 	}
@@ -95,6 +103,39 @@ func (t *Tokens) Source(server, serverURL string, oc *config.OAuth) *Source {
 	return s
 }
 
+// UserKey is the name user's own grant for the server at serverURL is stored under: user
+// is identity.User's Key, digested so that no name or address is written in a file name.
+func UserKey(user, serverURL string) string {
+	sum := sha256.Sum256([]byte(user))
+	return "u-" + hex.EncodeToString(sum[:12]) + "-" + Key(serverURL)
+}
+
+// UserSource returns the token source of user's own sign-in to the server named server at
+// serverURL, for a service many people share: only that user's grant is ever read,
+// refreshed or sent, and a refresh the authorization server refuses ends that user's
+// sign-in alone. user is identity.User's Key; it must not be empty.
+func (t *Tokens) UserSource(user, server, serverURL string, oc *config.OAuth) *Source {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := UserKey(user, serverURL)
+	if s, ok := t.sources[server+"\x00"+key]; ok {
+		return s
+	}
+	if t.sources == nil {
+		t.sources = map[string]*Source{}
+	}
+	s := &Source{tokens: t, server: server, url: serverURL, key: key, oc: oc, perUser: true}
+	t.sources[server+"\x00"+key] = s
+	return s
+}
+
+// Anonymous returns a token source that never has a sign-in: a shared service's own
+// connection to a server its users sign in to each, which learns that the server asks for
+// OAuth (a NeedsLoginError) and never acts as anyone.
+func Anonymous(server, serverURL string) *Source {
+	return &Source{tokens: &Tokens{}, server: server, url: serverURL, anonymous: true, perUser: true}
+}
+
 // MovedError means the grant stored for a server's name is for another address: the
 // server's URL changed, or another server of the same name (another project's) signed in.
 // Its tokens are not sent to this one.
@@ -154,6 +195,9 @@ type Source struct {
 	server   string // the server's name, for messages
 	url, key string // the server's address, and the key of its grant
 	oc       *config.OAuth
+	// perUser marks a source of one user's sign-in (UserSource) or of none (Anonymous):
+	// its grant is read under key alone, never under the server's name.
+	perUser, anonymous bool
 
 	mu     sync.Mutex // guards grant, moved and read; held across a refresh, so refreshes are one at a time
 	grant  *Grant     // nil: none stored when last read
@@ -164,11 +208,20 @@ type Source struct {
 
 // grantLocked returns the grant, read again if it is old. s.mu must be held.
 func (s *Source) grantLocked(ctx context.Context) (*Grant, error) {
+	if s.anonymous {
+		return nil, nil
+	}
 	now := s.tokens.now()
 	if !s.read.IsZero() && now.Sub(s.read) < reloadAfter {
 		return s.grant, nil
 	}
-	g, err := s.tokens.Grant(ctx, s.server, s.url)
+	var g *Grant
+	var err error
+	if s.perUser {
+		g, err = s.tokens.Store.Load(ctx, s.key)
+	} else {
+		g, err = s.tokens.Grant(ctx, s.server, s.url)
+	}
 	s.moved = nil
 	switch {
 	case errors.Is(err, ErrNoGrant):
@@ -196,19 +249,19 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 	}
 	if g == nil {
 		if s.moved != nil {
-			return "", &NeedsLoginError{Server: s.server, Why: s.moved.Error()}
+			return "", &NeedsLoginError{Server: s.server, PerUser: s.perUser, Why: s.moved.Error()}
 		}
 		return "", nil
 	}
 	if g.Refused != "" {
-		return "", &NeedsLoginError{Server: s.server, Why: g.Refused}
+		return "", &NeedsLoginError{Server: s.server, PerUser: s.perUser, Why: g.Refused}
 	}
 	if !s.expiring(g) {
 		return g.AccessToken, nil
 	}
 	if g.RefreshToken == "" {
 		s.failed = g.Saved
-		return "", &NeedsLoginError{Server: s.server, Why: "the sign-in expired"}
+		return "", &NeedsLoginError{Server: s.server, PerUser: s.perUser, Why: "the sign-in expired"}
 	}
 	g, err = s.refreshLocked(ctx, g.AccessToken)
 	if err != nil {
@@ -242,13 +295,13 @@ func (s *Source) Refused(ctx context.Context, spent string) (string, error) {
 		return "", err
 	}
 	if g == nil || g.Refused != "" {
-		return "", &NeedsLoginError{Server: s.server}
+		return "", &NeedsLoginError{Server: s.server, PerUser: s.perUser}
 	}
 	if g.AccessToken != spent && !s.expiring(g) {
 		return g.AccessToken, nil
 	}
 	if g.RefreshToken == "" {
-		return "", &NeedsLoginError{Server: s.server, Why: "the server refused its token"}
+		return "", &NeedsLoginError{Server: s.server, PerUser: s.perUser, Why: "the server refused its token"}
 	}
 	g, err = s.refreshLocked(ctx, spent)
 	if err != nil {
@@ -272,7 +325,7 @@ func (s *Source) refreshLocked(ctx context.Context, spent string) (*Grant, error
 	g, err := s.tokens.Store.Load(ctx, s.key)
 	if err != nil {
 		if errors.Is(err, ErrNoGrant) {
-			return nil, &NeedsLoginError{Server: s.server}
+			return nil, &NeedsLoginError{Server: s.server, PerUser: s.perUser}
 		}
 		return nil, err
 	}
@@ -292,7 +345,7 @@ func (s *Source) refreshLocked(ctx context.Context, spent string) (*Grant, error
 			return nil, err
 		}
 		s.grant, s.read = g, s.tokens.now()
-		return nil, &NeedsLoginError{Server: s.server, Why: g.Refused}
+		return nil, &NeedsLoginError{Server: s.server, PerUser: s.perUser, Why: g.Refused}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("refreshing the sign-in of %q: %w", s.server, err)
@@ -399,7 +452,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		drain(resp)
 		replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 		if token == "" || !replayable {
-			return nil, &NeedsLoginError{Server: t.Source.server}
+			return nil, &NeedsLoginError{Server: t.Source.server, PerUser: t.Source.perUser}
 		}
 		if token, err = t.Source.Refused(ctx, token); err != nil {
 			return nil, err
@@ -410,7 +463,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp.StatusCode == http.StatusUnauthorized {
 			drain(resp)
 			t.Source.Failed()
-			return nil, &NeedsLoginError{Server: t.Source.server, Why: "the server refused the sign-in"}
+			return nil, &NeedsLoginError{Server: t.Source.server, PerUser: t.Source.perUser, Why: "the server refused the sign-in"}
 		}
 	case http.StatusForbidden:
 		if ch, ok := ParseChallenge(resp.Header); ok && ch.Error == "insufficient_scope" {
