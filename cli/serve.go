@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 
@@ -15,11 +16,13 @@ import (
 	"github.com/toolsift/toolsift/embedding"
 	"github.com/toolsift/toolsift/gate"
 	"github.com/toolsift/toolsift/internal/audit"
+	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/internal/logbuf"
 	"github.com/toolsift/toolsift/internal/parent"
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/internal/terminal"
 	"github.com/toolsift/toolsift/proxy"
+	"github.com/toolsift/toolsift/signin"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -97,20 +100,47 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		defer auditLog.Close()
 	}
 	// The proxy is built on the pool, then the pool starts reporting to it.
-	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), Tokens: tokens()})
+	// A team's service (people sign in at its identity provider) signs each of them in to
+	// the OAuth servers for themselves.
+	team := addr != "" && cfg.HTTP.OIDC != nil
+	toks := tokens()
+	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), Tokens: toks, PerUser: team})
 	defer pool.Close()
 	emb := newEmbeddings(cfg, log, false)
 	if emb != nil {
 		// Closed before the pool: a catalog change after it is ignored.
 		defer emb.Close()
 	}
+	var pages *signin.Pages
+	if o := cfg.HTTP.OIDC; team && o.ClientID != "" && toks != nil {
+		pages = &signin.Pages{Tokens: toks, PublicURL: cfg.HTTP.PublicURL, ConfigFile: cfg.File, Logger: log.With("component", "sign-in"),
+			Identity: signin.Identity{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret}, Servers: map[string]config.Server{}}
+		for _, s := range cfg.Servers {
+			pages.Servers[s.Name] = s
+		}
+	}
+	var signIn proxy.SignIn
+	if pages != nil {
+		signIn = pages
+	}
 	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion(), MaxCalls: cfg.MaxCalls,
 		MaxUnlocked: cfg.MaxUnlocked, ListAllUnder: cfg.ListAllUnder, Groups: cfg.Groups, Embeddings: emb,
-		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red, ConfigError: broken, Audit: auditLog})
+		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red, ConfigError: broken, Audit: auditLog, SignIn: signIn})
 	defer srv.Close() // waits for an index build in progress; runs before the pool closes
 	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
 	if addr != "" {
-		return serveHTTP(ctx, srv, cfg.HTTP, cfg.MaxCalls, addr, log)
+		var handler http.Handler
+		if pages != nil {
+			pages.SignedIn = func(user, server, id string) {
+				// The server's tools may be known only once someone has signed in.
+				if err := pool.Learn(ctx, identity.User{Kind: identity.Person, Key: user}, server); err != nil {
+					log.Warn("upstream not reached after a sign-in", "upstream", server, "error", err)
+				}
+				srv.SignedIn(id)
+			}
+			handler = pages
+		}
+		return serveHTTP(ctx, srv, cfg.HTTP, cfg.MaxCalls, addr, handler, log)
 	}
 	log.Info("serving on stdio", "config", cfg.File, "servers", len(cfg.Servers))
 	if isTerminal(stdin) {
@@ -132,7 +162,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 
 // serveHTTP serves until ctx ends, then stops accepting, lets requests in flight finish (up
 // to 10s) and returns; the caller then closes the upstreams.
-func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, maxCalls int, addr string, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, maxCalls int, addr string, pages http.Handler, log *slog.Logger) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%w: --listen %q: want HOST:PORT or :PORT", errUsage, addr)
@@ -156,7 +186,7 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, maxCalls
 	}
 	log.Info("serving on http", "url", "http://"+ln.Addr().String()+"/mcp", "auth", authed)
 	err = gate.Serve(ctx, ln, srv, gate.Options{Logger: log, MaxCalls: maxCalls,
-		Tokens: cfg.Tokens, Named: named, OIDC: oidc, AllowedOrigins: cfg.AllowedOrigins, SessionIdleTimeout: cfg.SessionIdleTimeout,
+		Tokens: cfg.Tokens, Named: named, OIDC: oidc, Pages: pages, AllowedOrigins: cfg.AllowedOrigins, SessionIdleTimeout: cfg.SessionIdleTimeout,
 		ReadTimeout: cfg.ReadTimeout, MaxConnections: cfg.MaxConnections,
 		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,
 	})

@@ -514,6 +514,9 @@ func (c *Config) Secrets() []string {
 		}
 	}
 	out = append(out, c.HTTP.Tokens...)
+	if o := c.HTTP.OIDC; o != nil && o.ClientSecret != "" {
+		out = append(out, o.ClientSecret)
+	}
 	if e := c.Search.Embeddings; e.URL != "" {
 		out = append(out, e.APIKey)
 		fromURL(e.URL)

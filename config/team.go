@@ -28,6 +28,10 @@ type OIDC struct {
 	// Algorithms are the signing algorithms accepted; empty means RS256, PS256, ES256 and
 	// EdDSA.
 	Algorithms []string
+	// ClientID and ClientSecret are toolsift's own client at the provider, with the
+	// redirect URI publicUrl/oauth/callback: the sign-in pages use it to learn who opened a
+	// sign-in link. Without it, people are not sent sign-in links.
+	ClientID, ClientSecret string
 }
 
 // Access limits a server or a tool to some of a shared service's callers. What a caller
@@ -51,7 +55,7 @@ type Audit struct {
 }
 
 var (
-	oidcKeys   = []string{"issuer", "audience", "userClaim", "groupsClaim", "scopes", "algorithms"}
+	oidcKeys   = []string{"issuer", "audience", "userClaim", "groupsClaim", "scopes", "algorithms", "clientId", "clientSecret"}
 	accessKeys = []string{"users", "groups", "tokens"}
 	auditKeys  = []string{"file", "arguments"}
 )
@@ -77,6 +81,10 @@ func (p *parser) oidc(n *yaml.Node, at string) *OIDC {
 			o.GroupsClaim = p.str(v, at)
 		case "scopes":
 			o.Scopes = p.strList(v, at)
+		case "clientId":
+			o.ClientID = p.str(v, at)
+		case "clientSecret":
+			o.ClientSecret = p.str(v, at)
 		case "algorithms":
 			o.Algorithms = p.strList(v, at)
 			for i, alg := range o.Algorithms {

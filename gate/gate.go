@@ -67,6 +67,9 @@ type Options struct {
 	// OIDC, if set, makes the service an OAuth protected resource that accepts the access
 	// tokens of the team's identity provider (see OIDC).
 	OIDC *OIDC
+	// Pages, if set, serves the sign-in pages people open in their browsers, at /connect/
+	// and /oauth/callback: without a bearer token, as a browser has none (see signin).
+	Pages http.Handler
 	// AllowedOrigins are browser origins allowed besides localhost ones. A request with any
 	// other Origin header gets 403: DNS-rebinding protection.
 	AllowedOrigins []string
@@ -202,6 +205,10 @@ func Handler(p Proxy, opts Options) (http.Handler, func(context.Context) error) 
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { readyz(w, r, p.Statuses()) })
 
 	g := &gate{opts: opts, next: mux, inFlight: map[string]int{}, owners: owners, p: p}
+	if opts.Pages != nil {
+		mux.Handle("GET /connect/", opts.Pages)
+		mux.Handle("GET /oauth/callback", opts.Pages)
+	}
 	if opts.OIDC != nil {
 		g.oidc = newVerifier(*opts.OIDC)
 		mux.HandleFunc("GET "+MetadataPath, g.oidc.metadata)
@@ -301,8 +308,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.probe(w, r)
 		return
 	}
-	if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") {
-		// Public: it is how a client learns where to sign in.
+	if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") ||
+		g.opts.Pages != nil && (strings.HasPrefix(r.URL.Path, "/connect/") || r.URL.Path == "/oauth/callback") {
+		// Public: how a client learns where to sign in, and the pages a browser opens.
+		w.Header().Set("Connection", "close")
 		g.next.ServeHTTP(w, r)
 		return
 	}

@@ -398,6 +398,14 @@ func (s *Source) Ready(ctx context.Context) bool {
 	return err == nil && g.SignedIn() && !g.Saved.Equal(s.failed)
 }
 
+// Reload makes the next use read the stored sign-in again: one may have been saved since
+// it was read (by a shared service's sign-in pages).
+func (s *Source) Reload() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.read = time.Time{}
+}
+
 // Failed marks the stored sign-in as one the server refused as it is: Ready ignores it
 // until another is saved.
 func (s *Source) Failed() {

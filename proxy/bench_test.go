@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -104,6 +105,7 @@ func (u *benchUpstreams) ServerOf(string) (serverName string, ok bool) { return 
 func (u *benchUpstreams) Call(context.Context, string, json.RawMessage, any, func(json.RawMessage)) (json.RawMessage, error) {
 	return json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`), nil
 }
+func (u *benchUpstreams) NeedsSignIn(context.Context, identity.User, string) bool { return false }
 func (u *benchUpstreams) Request(context.Context, string, string, any) (json.RawMessage, error) {
 	return nil, &upstream.RPCError{Code: -32601, Message: "method not found"}
 }

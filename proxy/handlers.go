@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolsift/toolsift/finder"
 	"github.com/toolsift/toolsift/internal/audit"
+	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/search"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -138,6 +139,9 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		res.Hint += hintListed
 	}
 	res.Hint += hintRetry
+	if u := sess.who(); u.Kind != identity.Local {
+		res.Hint = s.signInHint(ctx, sess, found.Hits) + res.Hint
+	}
 	if len(found.Hits) == 0 {
 		res.Hint = "No tool matched. " + res.Hint
 	}
@@ -199,6 +203,11 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		cat = s.ups.Catalog()
 		t, ok = cat.Lookup(args.Name)
 	}
+	if server, known := s.ups.ServerOf(args.Name); !ok && known && s.mayKnow(sess, server) && s.ups.NeedsSignIn(ctx, sess.who(), server) {
+		// A server signed in to per user may have no known tools until someone signs in.
+		rec.Outcome, rec.Server = audit.SignIn, server
+		return s.signInResult(ctx, sess, server), nil
+	}
 	if !ok || !t.Admits(sess.who()) {
 		rec.Outcome = audit.Unknown
 		return s.unknownTool(ctx, sess, args.Name, pending), nil
@@ -245,6 +254,11 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		sess.conn.Flush(ctx)
 	}
 	log := s.log.With("session", sess.id, "tool", t.Exposed, "upstream", t.Server, "duration_ms", time.Since(start).Milliseconds())
+	if server, ok := upstream.PerUserSignIn(err); ok {
+		log.Info("tool call needs the user's sign-in")
+		rec.Outcome = audit.SignIn
+		return s.signInResult(ctx, sess, server), nil
+	}
 	if err != nil {
 		log.Warn("tool call failed", "error", err)
 		if errors.Is(err, context.Canceled) {

@@ -33,6 +33,9 @@ type Upstreams interface {
 	ServerOf(exposed string) (serverName string, ok bool)
 	// Request sends any other request to the named server.
 	Request(ctx context.Context, serverName, method string, params any) (json.RawMessage, error)
+	// NeedsSignIn reports whether u must sign in to the named server for themselves before
+	// calling it.
+	NeedsSignIn(ctx context.Context, u identity.User, server string) bool
 }
 
 var _ Upstreams = (*upstream.Pool)(nil)
@@ -88,6 +91,9 @@ type Options struct {
 	Redactor *redact.Redactor
 	// Audit, if set, gets a record of every tool call.
 	Audit *audit.Log
+	// SignIn, if set, makes the links with which people sign in to the servers they act on
+	// as themselves.
+	SignIn SignIn
 	// ConfigError, if set, is why toolsift's configuration could not be read, so that no
 	// server runs: tool_search's description and every tool call say it, with its fix, so
 	// the user sees it in the client rather than a closed connection.
@@ -131,6 +137,11 @@ type Server struct {
 	// subscribed while the count is above zero.
 	subscribers map[string]int
 
+	elicitedMu sync.Mutex // guards elicited
+	// elicited maps the ID of each sign-in link sent as an elicitation to the session it
+	// was sent to, until the sign-in is done (SignedIn).
+	elicited map[string]string
+
 	registerMu sync.Mutex // guards registered, and serialises registration with mcp-go
 	// registered sums up the prompts, resources and templates registered with mcp-go (see
 	// promptResourceKeys).
@@ -169,7 +180,7 @@ func New(ups Upstreams, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, log: opts.Logger, ups: redacting{ups, opts.Redactor}, sessions: map[string]*session{}, subscribers: map[string]int{}}
+	s := &Server{opts: opts, log: opts.Logger, ups: redacting{ups, opts.Redactor}, sessions: map[string]*session{}, subscribers: map[string]int{}, elicited: map[string]string{}}
 	s.meta.broken = opts.ConfigError
 	s.shown, s.shownDirectory = s.view(), searchToolDef(ups.Statuses(), opts.ConfigError).Description
 	hooks := &server.Hooks{}

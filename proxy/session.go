@@ -97,8 +97,9 @@ type session struct {
 	settle time.Duration
 	// wait, if not zero, caps the hold instead of Options.ListWait.
 	wait time.Duration
-	// samples is set when the client declared the sampling capability.
-	samples bool
+	// samples is set when the client declared the sampling capability, urlElicit when it
+	// declared URL-mode elicitation.
+	samples, urlElicit bool
 	// subs holds the resource URIs the session subscribed to. It and used are made on first
 	// use: most sessions subscribe to nothing, and many never unlock anything.
 	subs map[string]bool

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,9 +37,10 @@ type idp struct {
 	refresh map[string]idpGrant // refresh token -> grant
 	fetches int                 // of the JWKS
 	ttl     time.Duration
+	issued  []string // every access and refresh token the token endpoint gave out
 }
 
-type idpCode struct{ challenge, redirect, resource, user, clientID string }
+type idpCode struct{ challenge, redirect, resource, user, clientID, nonce, scope string }
 type idpGrant struct{ user, resource, clientID string }
 
 func newIDP(t *testing.T) *idp {
@@ -182,7 +184,7 @@ func (d *idp) serve(w http.ResponseWriter, r *http.Request) {
 		if h := q.Get("login_hint"); h != "" {
 			user = h
 		}
-		d.codes[code] = idpCode{q.Get("code_challenge"), q.Get("redirect_uri"), q.Get("resource"), user, q.Get("client_id")}
+		d.codes[code] = idpCode{q.Get("code_challenge"), q.Get("redirect_uri"), q.Get("resource"), user, q.Get("client_id"), q.Get("nonce"), q.Get("scope")}
 		d.mu.Unlock()
 		back, _ := url.Parse(q.Get("redirect_uri"))
 		bq := back.Query()
@@ -206,6 +208,7 @@ func (d *idp) tokenEndpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	d.mu.Lock()
 	var g idpGrant
+	var idToken map[string]any // for an OpenID sign-in
 	switch f.Get("grant_type") {
 	case "authorization_code":
 		c, ok := d.codes[f.Get("code")]
@@ -217,6 +220,11 @@ func (d *idp) tokenEndpoint(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		g = idpGrant{user: c.user, resource: strings.TrimSpace(c.resource), clientID: c.clientID}
+		if slices.Contains(strings.Fields(c.scope), "openid") {
+			now := time.Now()
+			idToken = map[string]any{"iss": d.issuer(), "sub": "sub-" + c.user, "aud": c.clientID, "nonce": c.nonce,
+				"iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+		}
 	case "refresh_token":
 		var ok bool
 		g, ok = d.refresh[f.Get("refresh_token")]
@@ -235,6 +243,21 @@ func (d *idp) tokenEndpoint(w http.ResponseWriter, r *http.Request) {
 	d.refresh[rt] = g
 	ttl := d.ttl
 	d.mu.Unlock()
-	json.NewEncoder(w).Encode(map[string]any{"access_token": d.token(g.user, g.resource), "token_type": "Bearer",
-		"expires_in": int(ttl / time.Second), "refresh_token": rt})
+	access := d.token(g.user, g.resource)
+	d.mu.Lock()
+	d.issued = append(d.issued, access, rt)
+	d.mu.Unlock()
+	answer := map[string]any{"access_token": access, "token_type": "Bearer",
+		"expires_in": int(ttl / time.Second), "refresh_token": rt}
+	if idToken != nil {
+		answer["id_token"] = d.sign(idToken)
+	}
+	json.NewEncoder(w).Encode(answer)
+}
+
+// issuedTokens lists every access and refresh token the token endpoint gave out.
+func (d *idp) issuedTokens() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.issued)
 }

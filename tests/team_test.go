@@ -40,7 +40,7 @@ func serveTeam(t *testing.T, d *idp, extra, servers string) team {
 	port := freePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	env := isolatedEnv(t)
-	cfg := config(t, fmt.Sprintf("publicUrl: %s\nauth:\n  oidc:\n    issuer: %s\n    userClaim: email\n    groupsClaim: groups\n    scopes: [mcp]\n%s\nmcpServers:%s", base, d.issuer(), extra, servers))
+	cfg := config(t, fmt.Sprintf("publicUrl: %s\nauth:\n  oidc:\n    issuer: %s\n    userClaim: email\n    groupsClaim: groups\n    scopes: [mcp]\n    clientId: toolsift\n%s\nmcpServers:%s", base, d.issuer(), extra, servers))
 	url, logs := serveHTTPEnv(t, env, cfg, "--listen", fmt.Sprintf("127.0.0.1:%d", port))
 	if url != base {
 		t.Fatalf("toolsift serves at %s, want %s", url, base)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/toolsift/toolsift/internal/identity"
 )
 
 // Call invokes the tool with the given exposed name. args is sent as the raw arguments JSON.
@@ -37,7 +39,13 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 	defer s.leaveCall()
 	raw, _ := json.Marshal(params)
 	start := time.Now()
-	res, err := s.requestBy(ctx, deadline, "tools/call", json.RawMessage(raw))
+	var res json.RawMessage
+	var err error
+	if s.signsInPerUser() {
+		res, err = s.requestAs(ctx, deadline, identity.FromContext(ctx), "tools/call", json.RawMessage(raw))
+	} else {
+		res, err = s.requestBy(ctx, deadline, "tools/call", json.RawMessage(raw))
+	}
 	if err != nil {
 		s.log.Warn("upstream call failed", "tool", t.Name, "duration_ms", time.Since(start).Milliseconds(), "error", err)
 		return nil, fmt.Errorf("upstream %q: calling %s: %w", t.Server, t.Name, err)
@@ -64,6 +72,9 @@ func (p *Pool) Request(ctx context.Context, serverName, method string, params an
 // down is waited for, and an idle one started; the wait and the request together get the
 // server's callTimeout.
 func (s *server) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if s.signsInPerUser() {
+		return s.requestAs(ctx, time.Now().Add(s.callTimeout), identity.FromContext(ctx), method, params)
+	}
 	return s.requestBy(ctx, time.Now().Add(s.callTimeout), method, params)
 }
 

@@ -68,11 +68,12 @@ type Peer interface {
 
 // Dialer returns the DialFunc for real servers, which introduces itself as toolsift of the
 // given version. tokens, if not nil, signs in to the HTTP and SSE servers that ask for
-// OAuth (see SignsIn).
+// OAuth (see SignsIn), as the server's own sign-in unless the dial's context names another
+// (withSource).
 func Dialer(version string, tokens *oauth.Tokens) DialFunc {
 	return func(ctx context.Context, srv config.Server, stderr *Tail, notify Notify, peer Peer) (Conn, Info, error) {
-		var src *oauth.Source
-		if tokens != nil && SignsIn(srv) {
+		src := sourceFrom(ctx)
+		if src == nil && tokens != nil && SignsIn(srv) {
 			src = tokens.Source(srv.Name, srv.URL, srv.OAuth)
 		}
 		return dial(ctx, srv, version, stderr, notify, peer, src)

@@ -37,10 +37,13 @@ const (
 	// calls say to run toolsift auth login NAME, and a sign-in stored meanwhile (by that
 	// command, in another process) is picked up within seconds.
 	StateNeedsLogin State = "needs-login"
+	// StatePerUser is a server of a shared service that each person signs in to for
+	// themselves (Options.PerUser): calls go over the caller's own connection.
+	StatePerUser State = "per-user"
 )
 
 // Usable reports whether the server's tools can be called now or after an on-demand start.
-func (st State) Usable() bool { return st == StateConnected || st == StateIdle }
+func (st State) Usable() bool { return st == StateConnected || st == StateIdle || st == StatePerUser }
 
 // Status describes one configured server.
 type Status struct {
@@ -61,6 +64,8 @@ type Status struct {
 	Cached time.Time
 	// Access is the server's access in the configuration (see Tool.Access).
 	Access *config.Access
+	// PerUser says each person signs in to the server for themselves (Options.PerUser).
+	PerUser bool
 }
 
 // Admits reports whether u may use the server itself (its tools may admit others).
@@ -103,6 +108,11 @@ type Options struct {
 	// Tokens signs in to the HTTP and SSE servers that ask for OAuth; nil means none is
 	// signed in to (a server that asks then fails).
 	Tokens *oauth.Tokens
+	// PerUser makes the pool a shared service's: each person signs in for themselves to the
+	// servers that ask for OAuth, and their requests go with their own token over a
+	// connection of their own (the caller's identity.User, from the request's context);
+	// a sign-in stored with toolsift auth login is never used.
+	PerUser bool
 	// LoginPoll is how often a server waiting for a sign-in looks for one; 0 means 2s.
 	LoginPoll time.Duration
 	// CacheDir keeps each server's last catalog, so that a restart serves it at once while
@@ -256,6 +266,9 @@ func (p *Pool) Close() error {
 	p.closed.Do(func() {
 		p.cancel()
 		p.wg.Wait()
+		for _, s := range p.servers {
+			s.users.closeAll()
+		}
 	})
 	return nil
 }
@@ -265,7 +278,7 @@ func (p *Pool) Statuses() []Status {
 	out := make([]Status, 0, len(p.servers))
 	for _, s := range p.servers {
 		s.mu.Lock()
-		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.part.tools), Summary: s.summary, Err: s.lastErr, Stderr: s.stderr, StderrTail: s.stderrLines, Cached: s.cached, Access: s.cfg.Access}
+		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.part.tools), Summary: s.summary, Err: s.lastErr, Stderr: s.stderr, StderrTail: s.stderrLines, Cached: s.cached, Access: s.cfg.Access, PerUser: s.perUser}
 		if s.cfg.Description != "" {
 			st.Summary = s.cfg.Description
 		}

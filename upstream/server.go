@@ -55,6 +55,12 @@ type server struct {
 	// source is the server's OAuth sign-in, nil if it cannot have one: the supervisor asks
 	// it whether a sign-in has come while the server waits for one.
 	source *oauth.Source
+	// perUser marks a server each person signs in to for themselves (Options.PerUser):
+	// source is then nobody's, and tokens makes each person's; users holds their
+	// connections (see users.go).
+	perUser bool
+	tokens  *oauth.Tokens
+	users   users
 	// startupTimeout and callTimeout are the server's own, or else the pool's.
 	startupTimeout time.Duration
 	callTimeout    time.Duration
@@ -113,7 +119,11 @@ func newServer(cfg config.Server, opts Options, sh shared) *server {
 		changed:        make(chan struct{}),
 		repairsLogged:  map[string]bool{},
 	}
-	if opts.Tokens != nil && SignsIn(cfg) {
+	switch {
+	case opts.Tokens != nil && SignsIn(cfg) && opts.PerUser:
+		s.perUser, s.tokens = true, opts.Tokens
+		s.source = oauth.Anonymous(cfg.Name, cfg.URL)
+	case opts.Tokens != nil && SignsIn(cfg):
 		s.source = opts.Tokens.Source(cfg.Name, cfg.URL, cfg.OAuth)
 	}
 	if cfg.Disabled {

@@ -71,6 +71,16 @@ func (s *server) run(ctx context.Context) {
 			continue
 		}
 		var needs *oauth.NeedsLoginError
+		if errors.As(err, &needs) && s.perUser {
+			// Each person's requests go over their own connection; this one tries again
+			// now and then, in case the server stops asking.
+			s.disconnect(nil, StatePerUser)
+			s.log.Info("upstream asks each user to sign in: calls go with each caller's own sign-in")
+			if !s.pause(ctx, s.shared.retryMax) {
+				return
+			}
+			continue
+		}
 		if errors.As(err, &needs) {
 			s.disconnect(needs, StateNeedsLogin)
 			s.log.Warn("upstream needs sign-in", "run", "toolsift auth login "+s.cfg.Name, "reason", needs.Why)
@@ -161,6 +171,9 @@ func (s *server) connect(ctx context.Context) error {
 	}
 	cfg := s.cfg
 	cfg.CallTimeout = s.callTimeout // the server's own, or the pool's
+	if s.source != nil {
+		attempt = withSource(attempt, s.source)
+	}
 	conn, info, err := s.shared.dial(attempt, cfg, s.stderrTail, s.notified, peer)
 	timedOut := func(err error) error {
 		if attempt.Err() == context.DeadlineExceeded && ctx.Err() == nil {

@@ -20,6 +20,7 @@ const (
 	Refused   = "refused"    // toolsift refused it (the session's maxCalls)
 	Unknown   = "unknown"    // no such tool, or none the caller may use
 	Canceled  = "canceled"   // the client cancelled it
+	SignIn    = "sign_in"    // the caller must sign in to the server first
 )
 
 // Record is one call.
