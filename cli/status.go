@@ -47,7 +47,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	red := redact.New(cfg.Secrets()...)
 	log := slog.New(slog.DiscardHandler)
-	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), CachedStartDelay: -1, Tokens: tokens()})
+	// A team's service (auth.oidc) signs each person in to OAuth servers for themselves.
+	team := cfg.HTTP.OIDC != nil
+	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), CachedStartDelay: -1, Tokens: tokens(), PerUser: team})
 	defer pool.Close()
 	cached := map[string]time.Time{}
 	for _, st := range pool.Statuses() {
@@ -79,6 +81,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				fmt.Fprintf(stdout, "    | %s\n", red.String(strings.TrimRight(line, "\n")))
 			}
 		}
+	}
+	if team {
+		showSignIns(stdout, pool.Statuses())
 	}
 	showAlwaysLoaded(stdout, settledCatalog(pool))
 	if len(cfg.Servers) == 0 && len(cfg.Projects) > 0 {
@@ -153,4 +158,23 @@ func lastError(st upstream.Status) string {
 		return st.Err.Error() + "; stderr: " + st.Stderr
 	}
 	return st.Err.Error()
+}
+
+// showSignIns says, for a team's service, which servers each person signs in to for
+// themselves and which act with one credential for everyone.
+func showSignIns(w io.Writer, statuses []upstream.Status) {
+	var perUser, shared []string
+	for _, st := range statuses {
+		if st.PerUser {
+			perUser = append(perUser, st.Name)
+		} else {
+			shared = append(shared, st.Name)
+		}
+	}
+	if len(perUser) > 0 {
+		fmt.Fprintf(w, "\nper user, each person signs in for themselves: %s\n", strings.Join(perUser, ", "))
+	}
+	if len(shared) > 0 {
+		fmt.Fprintf(w, "shared, one credential acts for everyone (headers, env, or a local process): %s\n", strings.Join(shared, ", "))
+	}
 }

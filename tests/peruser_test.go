@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -212,7 +213,7 @@ func TestEachActsAsThemselves(t *testing.T) {
 	d := newIDP(t)
 	jira := newJiraDouble(t, d)
 	auditFile := t.TempDir() + "/audit.jsonl"
-	tm := serveTeam(t, d, fmt.Sprintf("audit: {file: %q}", auditFile), fmt.Sprintf("\n  jira:\n    url: %s/mcp\n", jira.srv.URL))
+	tm := serveTeam(t, d, fmt.Sprintf("audit: {file: %q}", auditFile), githubFixture(t, "")+fmt.Sprintf("\n  jira:\n    url: %s/mcp\n", jira.srv.URL))
 	annTok, bobTok := d.token("ann", tm.url+"/mcp"), d.token("bob", tm.url+"/mcp")
 	ann, bob := connectTeam(t, tm, annTok, true), connectTeam(t, tm, bobTok, false)
 	link := linkPattern(tm.url)
@@ -330,5 +331,13 @@ func TestEachActsAsThemselves(t *testing.T) {
 	}
 	if n := strings.Count(string(data), `"outcome":"ok"`); n != 1001 {
 		t.Errorf("%d audit lines of calls that went through, want 1001", n)
+	}
+
+	// status tells which servers each person signs in to, and which act for everyone.
+	cmd := exec.Command(bin, "status", "--config", tm.cfg)
+	cmd.Env = tm.env
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "per user, each person signs in for themselves: jira") || !strings.Contains(string(out), "shared, one credential acts for everyone (headers, env, or a local process): github") {
+		t.Errorf("status:\n%s", out)
 	}
 }

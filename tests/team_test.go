@@ -31,6 +31,7 @@ type team struct {
 	url  string // toolsift's base URL, also its publicUrl
 	logs func() string
 	env  []string
+	cfg  string // the config file
 }
 
 // serveTeam serves toolsift on a free port with auth.oidc at d, extra added to the config's
@@ -45,7 +46,7 @@ func serveTeam(t *testing.T, d *idp, extra, servers string) team {
 	if url != base {
 		t.Fatalf("toolsift serves at %s, want %s", url, base)
 	}
-	return team{url: base, logs: logs, env: env}
+	return team{url: base, logs: logs, env: env, cfg: cfg}
 }
 
 // TestSignInRefusesForgedTokens (issue 34): with auth.oidc, toolsift is an OAuth protected
