@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/embedding"
@@ -23,6 +24,7 @@ import (
 	"github.com/toolsift/toolsift/internal/terminal"
 	"github.com/toolsift/toolsift/proxy"
 	"github.com/toolsift/toolsift/signin"
+	"github.com/toolsift/toolsift/telemetry"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -119,13 +121,29 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			pages.Servers[s.Name] = s
 		}
 	}
+	if cfg.Tracing.OTLPEndpoint != "" {
+		shutdown, err := telemetry.StartTracing(ctx, cfg.Tracing.OTLPEndpoint, buildVersion())
+		if err != nil {
+			return fmt.Errorf("%s: %w", cfg.File, err)
+		}
+		log.Info("sending traces", "endpoint", cfg.Tracing.OTLPEndpoint)
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = shutdown(sctx) // the spans left are sent, or given up on
+		}()
+	}
+	var metrics *telemetry.Metrics
+	if addr != "" {
+		metrics = telemetry.NewMetrics(pool.Statuses)
+	}
 	var signIn proxy.SignIn
 	if pages != nil {
 		signIn = pages
 	}
 	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion(), MaxCalls: cfg.MaxCalls,
 		MaxUnlocked: cfg.MaxUnlocked, ListAllUnder: cfg.ListAllUnder, Groups: cfg.Groups, Embeddings: emb,
-		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red, ConfigError: broken, Audit: auditLog, SignIn: signIn})
+		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red, ConfigError: broken, Audit: auditLog, SignIn: signIn, Metrics: metrics})
 	defer srv.Close() // waits for an index build in progress; runs before the pool closes
 	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
 	if addr != "" {
@@ -140,7 +158,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			}
 			handler = pages
 		}
-		return serveHTTP(ctx, srv, cfg.HTTP, cfg.MaxCalls, addr, handler, log)
+		return serveHTTP(ctx, srv, cfg, addr, handler, metrics, log)
 	}
 	log.Info("serving on stdio", "config", cfg.File, "servers", len(cfg.Servers))
 	if isTerminal(stdin) {
@@ -162,7 +180,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 
 // serveHTTP serves until ctx ends, then stops accepting, lets requests in flight finish (up
 // to 10s) and returns; the caller then closes the upstreams.
-func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, maxCalls int, addr string, pages http.Handler, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, srv *proxy.Server, full *config.Config, addr string, pages http.Handler, metrics *telemetry.Metrics, log *slog.Logger) error {
+	cfg := full.HTTP
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%w: --listen %q: want HOST:PORT or :PORT", errUsage, addr)
@@ -185,7 +204,8 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, cfg config.HTTP, maxCalls
 		return err
 	}
 	log.Info("serving on http", "url", "http://"+ln.Addr().String()+"/mcp", "auth", authed)
-	err = gate.Serve(ctx, ln, srv, gate.Options{Logger: log, MaxCalls: maxCalls,
+	err = gate.Serve(ctx, ln, srv, gate.Options{Logger: log, MaxCalls: full.MaxCalls,
+		Metrics: metrics.Handler(), MetricsPublic: full.Metrics.Public,
 		Tokens: cfg.Tokens, Named: named, OIDC: oidc, Pages: pages, AllowedOrigins: cfg.AllowedOrigins, SessionIdleTimeout: cfg.SessionIdleTimeout,
 		ReadTimeout: cfg.ReadTimeout, MaxConnections: cfg.MaxConnections,
 		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,

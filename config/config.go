@@ -58,6 +58,9 @@ type Config struct {
 	Search Search
 	// Audit configures the audit log of tool calls.
 	Audit Audit
+	// Metrics configures /metrics, Tracing OpenTelemetry traces.
+	Metrics Metrics
+	Tracing Tracing
 }
 
 // HTTP configures the streamable HTTP front end.
@@ -346,6 +349,10 @@ func (p *parser) top(cfg *Config, root *yaml.Node) (servers, projects *yaml.Node
 			}
 		case "audit":
 			cfg.Audit = p.audit(val, at)
+		case "metrics":
+			cfg.Metrics = p.metrics(val, at)
+		case "tracing":
+			cfg.Tracing = p.tracing(val, at)
 		case "allowedOrigins":
 			cfg.HTTP.AllowedOrigins = p.strList(val, at)
 		case "sessionIdleTimeout":

@@ -54,10 +54,25 @@ type Audit struct {
 	Arguments bool
 }
 
+// Metrics configures the HTTP service's /metrics.
+type Metrics struct {
+	// Public serves /metrics without authentication.
+	Public bool
+}
+
+// Tracing configures OpenTelemetry traces.
+type Tracing struct {
+	// OTLPEndpoint is the OTLP/HTTP collector's URL (http://collector:4318); empty means
+	// no tracing.
+	OTLPEndpoint string
+}
+
 var (
-	oidcKeys   = []string{"issuer", "audience", "userClaim", "groupsClaim", "scopes", "algorithms", "clientId", "clientSecret"}
-	accessKeys = []string{"users", "groups", "tokens"}
-	auditKeys  = []string{"file", "arguments"}
+	metricsKeys = []string{"public"}
+	tracingKeys = []string{"otlpEndpoint"}
+	oidcKeys    = []string{"issuer", "audience", "userClaim", "groupsClaim", "scopes", "algorithms", "clientId", "clientSecret"}
+	accessKeys  = []string{"users", "groups", "tokens"}
+	auditKeys   = []string{"file", "arguments"}
 )
 
 func (p *parser) oidc(n *yaml.Node, at string) *OIDC {
@@ -164,4 +179,39 @@ func (s *Server) AccessOf(tool string) *Access {
 		return o.Access
 	}
 	return s.Access
+}
+
+func (p *parser) metrics(n *yaml.Node, at string) Metrics {
+	var m Metrics
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, at, "want a mapping with public, got %s", kindName(n))
+		return m
+	}
+	p.fields(n, at, func(key string, v *yaml.Node, at string) {
+		if key != "public" {
+			p.unknownKey(v, at, key, metricsKeys)
+			return
+		}
+		m.Public = p.bool(v, at)
+	})
+	return m
+}
+
+func (p *parser) tracing(n *yaml.Node, at string) Tracing {
+	var t Tracing
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, at, "want a mapping with otlpEndpoint, got %s", kindName(n))
+		return t
+	}
+	p.fields(n, at, func(key string, v *yaml.Node, at string) {
+		if key != "otlpEndpoint" {
+			p.unknownKey(v, at, key, tracingKeys)
+			return
+		}
+		t.OTLPEndpoint = p.str(v, at)
+		if u, err := url.Parse(t.OTLPEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.errorf(v, at, "%q is not an http(s) URL (write the collector's OTLP/HTTP address, such as http://collector:4318)", t.OTLPEndpoint)
+		}
+	})
+	return t
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/toolsift/toolsift/internal/apitoken"
 	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/internal/jsonrpc"
+	"github.com/toolsift/toolsift/internal/trace"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -67,6 +68,10 @@ type Options struct {
 	// OIDC, if set, makes the service an OAuth protected resource that accepts the access
 	// tokens of the team's identity provider (see OIDC).
 	OIDC *OIDC
+	// Metrics, if set, serves /metrics: to a request that passes authentication like any
+	// other, or to anyone with MetricsPublic.
+	Metrics       http.Handler
+	MetricsPublic bool
 	// Pages, if set, serves the sign-in pages people open in their browsers, at /connect/
 	// and /oauth/callback: without a bearer token, as a browser has none (see signin).
 	Pages http.Handler
@@ -308,6 +313,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.probe(w, r)
 		return
 	}
+	if r.URL.Path == "/metrics" && g.opts.Metrics != nil {
+		g.metrics(w, r)
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") ||
 		g.opts.Pages != nil && (strings.HasPrefix(r.URL.Path, "/connect/") || r.URL.Path == "/oauth/callback") {
 		// Public: how a client learns where to sign in, and the pages a browser opens.
@@ -319,7 +328,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	r = r.WithContext(identity.NewContext(r.Context(), user))
+	r = r.WithContext(trace.FromHeaders(identity.NewContext(r.Context(), user), r.Header))
 	msg, ok := g.readBody(w, r)
 	if !ok {
 		return
@@ -398,6 +407,20 @@ func (g *gate) probe(w http.ResponseWriter, r *http.Request) {
 	// A probe's connection is not kept: anyone may ask, and must not hold sockets.
 	w.Header().Set("Connection", "close")
 	g.next.ServeHTTP(w, r)
+}
+
+// metrics serves /metrics, to those who pass authentication unless it is public.
+func (g *gate) metrics(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		refuse(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if _, _, ok := g.authenticate(r); !ok && !g.opts.MetricsPublic {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="toolsift"`)
+		refuse(w, "Unauthorized: send Authorization: Bearer <token> (or set metrics.public)", http.StatusUnauthorized)
+		return
+	}
+	g.opts.Metrics.ServeHTTP(w, r)
 }
 
 // admit checks who the request comes from and that the session it names, if any, is one

@@ -11,10 +11,14 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/toolsift/toolsift/finder"
 	"github.com/toolsift/toolsift/internal/audit"
 	"github.com/toolsift/toolsift/internal/identity"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/toolsift/toolsift/internal/trace"
 	"github.com/toolsift/toolsift/search"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -86,6 +90,8 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return errorResult("tool_search: %v in %q. %s", err, *args.Query, queryHelp), nil
 	}
 	start := time.Now()
+	ctx, span := trace.Start(s.traced(ctx, req), "tools/call tool_search", attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", "tool_search"))
+	defer span.End()
 	sess := s.sessionFrom(ctx)
 	unlocks := !stable(ctx) && !s.fitsAll(s.view())
 	find := finder.Request{Query: q, Text: *args.Query, Limit: limit, Admits: sess.admits()}
@@ -151,6 +157,8 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	s.log.Info("tool search", "session", sess.id, "query", *args.Query, "results", found.Names(),
 		"unlocked", len(res.Unlocked), "dropped", len(res.Dropped), "pending", pending, "hold", hold,
 		"duration_ms", time.Since(start).Milliseconds())
+	s.opts.Metrics.Searched(len(found.Hits), time.Since(start))
+	span.SetAttributes(attribute.Int("toolsift.matches", len(found.Hits)))
 	return searchResult(sess, res, matched), nil
 }
 
@@ -192,8 +200,9 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return errorResult("call_tool: arguments for %s must be a JSON object, got %s", args.Name, cut(a, 80)), nil
 	}
 	sess := s.sessionFrom(ctx)
+	ctx, span := trace.Start(s.traced(ctx, req), "tools/call "+args.Name, attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", args.Name))
 	rec := audit.Record{Tool: args.Name, ArgumentBytes: len(args.Arguments), Outcome: audit.Failed}
-	defer s.audit(ctx, sess, &rec, time.Now(), args.Arguments)
+	defer s.called(ctx, span, sess, &rec, time.Now(), args.Arguments)
 	cat := s.ups.Catalog()
 	t, ok := cat.Lookup(args.Name)
 	var pending []string
@@ -280,12 +289,16 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	return res, nil
 }
 
-// audit writes rec, of a call that started at start with the given arguments, to the audit
-// log, if there is one.
-func (s *Server) audit(ctx context.Context, sess *session, rec *audit.Record, start time.Time, args json.RawMessage) {
+// called records a call that started at start with the given arguments, and ended as rec
+// says: its span ends, the metrics count it, and the audit log, if there is one, gets rec.
+func (s *Server) called(ctx context.Context, span oteltrace.Span, sess *session, rec *audit.Record, start time.Time, args json.RawMessage) {
+	span.SetAttributes(attribute.String("toolsift.upstream", rec.Server), attribute.String("toolsift.outcome", rec.Outcome))
+	span.End()
+	s.opts.Metrics.Called(rec.Server, rec.Outcome, time.Since(start))
 	if s.opts.Audit == nil {
 		return
 	}
+	rec.Trace = trace.ID(ctx)
 	u := sess.who()
 	sess.mu.Lock()
 	rec.Client = sess.client
@@ -415,4 +428,13 @@ func encodeJSON(v any) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// traced returns ctx with the trace context of the request's _meta, if it has one (over
+// HTTP, the gate took the headers').
+func (s *Server) traced(ctx context.Context, req mcp.CallToolRequest) context.Context {
+	if m := req.Params.Meta; m != nil {
+		return trace.FromMeta(ctx, m.AdditionalFields)
+	}
+	return ctx
 }

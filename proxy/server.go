@@ -17,6 +17,7 @@ import (
 	"github.com/toolsift/toolsift/internal/audit"
 	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/internal/redact"
+	"github.com/toolsift/toolsift/telemetry"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -91,6 +92,8 @@ type Options struct {
 	Redactor *redact.Redactor
 	// Audit, if set, gets a record of every tool call.
 	Audit *audit.Log
+	// Metrics, if set, counts sessions, searches and calls.
+	Metrics *telemetry.Metrics
 	// SignIn, if set, makes the links with which people sign in to the servers they act on
 	// as themselves.
 	SignIn SignIn
@@ -189,9 +192,13 @@ func New(ups Upstreams, opts Options) *Server {
 		sess.mu.Lock()
 		sess.user = identity.FromContext(ctx)
 		sess.mu.Unlock()
+		s.opts.Metrics.SessionOpened()
 		s.watchers.tell(ctx, opened, cs.SessionID())
 	})
-	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.endSession(cs.SessionID()) })
+	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
+		s.opts.Metrics.SessionEnded()
+		s.endSession(cs.SessionID())
+	})
 	hooks.AddAfterInitialize(s.afterInitialize)
 	hooks.AddAfterListTools(s.afterListTools)
 	// Prompts and resources are registered when the catalog changes; these catch a request

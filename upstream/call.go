@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/internal/identity"
+	"github.com/toolsift/toolsift/internal/trace"
 )
 
 // Call invokes the tool with the given exposed name. args is sent as the raw arguments JSON.
@@ -26,10 +27,17 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 	} else {
 		params["arguments"] = json.RawMessage("{}")
 	}
+	meta := trace.Meta(ctx) // the caller's trace, on to the server (SEP-414)
 	if progress != nil && token != nil {
 		tok, remove := s.progress.add(token, progress)
 		defer remove()
-		params["_meta"] = map[string]any{"progressToken": tok}
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		meta["progressToken"] = tok
+	}
+	if meta != nil {
+		params["_meta"] = meta
 	}
 	deadline := time.Now().Add(s.callTimeout)
 	if err := s.enterCall(ctx, deadline); err != nil {

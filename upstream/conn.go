@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/internal/trace"
 	"github.com/toolsift/toolsift/oauth"
 )
 
@@ -176,12 +177,14 @@ func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, 
 }
 
 // httpClient is the HTTP client of an HTTP or SSE server: bounded answers (see
-// limitedClient), and its OAuth sign-in, if src is not nil.
+// limitedClient), its OAuth sign-in, if src is not nil, and the caller's trace context.
 func httpClient(srv config.Server, src *oauth.Source) *http.Client {
 	hc := limitedClient(srv.MaxResultBytes)
 	if src != nil {
 		hc.Transport = &oauth.Transport{Base: hc.Transport, Source: src}
 	}
+	// The caller's trace goes on to the server (W3C traceparent).
+	hc.Transport = trace.Transport{Base: hc.Transport}
 	return hc
 }
 
