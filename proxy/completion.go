@@ -34,7 +34,7 @@ func (c completer) complete(ctx context.Context, serverName string, ref map[stri
 	if len(cctx.Arguments) > 0 {
 		params["context"] = cctx
 	}
-	raw, err := c.s.ups.Request(ctx, serverName, "completion/complete", params)
+	raw, err := c.s.ups.Request(c.s.asOwner(ctx), serverName, "completion/complete", params)
 	if err != nil {
 		return nil, err
 	}

@@ -200,6 +200,7 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return errorResult("call_tool: arguments for %s must be a JSON object, got %s", args.Name, cut(a, 80)), nil
 	}
 	sess := s.sessionFrom(ctx)
+	ctx = identity.NewContext(ctx, sess.who()) // see asOwner
 	ctx, span := trace.Start(s.traced(ctx, req), "tools/call "+args.Name, attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", args.Name))
 	rec := audit.Record{Tool: args.Name, ArgumentBytes: len(args.Arguments), Outcome: audit.Failed}
 	defer s.called(ctx, span, sess, &rec, time.Now(), args.Arguments)

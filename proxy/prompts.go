@@ -16,7 +16,7 @@ func (s *Server) getPrompt(p upstream.Prompt) server.PromptHandlerFunc {
 		if req.Params.Arguments != nil {
 			params["arguments"] = req.Params.Arguments
 		}
-		raw, err := s.ups.Request(ctx, p.Server, "prompts/get", params)
+		raw, err := s.ups.Request(s.asOwner(ctx), p.Server, "prompts/get", params)
 		if err != nil {
 			return nil, err
 		}

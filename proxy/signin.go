@@ -110,3 +110,10 @@ func (s *Server) signInHint(ctx context.Context, sess *session, hits []finder.Hi
 func (s *Server) mayKnow(sess *session, server string) bool {
 	return slices.ContainsFunc(visible(s.ups.Statuses(), s.ups.Catalog(), sess.who()), func(st upstream.Status) bool { return st.Name == server })
 }
+
+// asOwner returns ctx naming the owner of the request's session as the caller: upstream, a
+// request is the session owner's (a server signed in to per user gets their sign-in),
+// whatever the transport kept of the HTTP request's context.
+func (s *Server) asOwner(ctx context.Context) context.Context {
+	return identity.NewContext(ctx, s.sessionFrom(ctx).who())
+}
