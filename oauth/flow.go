@@ -31,16 +31,17 @@ type Flow struct {
 
 // Begin discovers how srv signs in, registers toolsift with its authorization server where
 // it must (reusing prev's registration, if any), and makes the authorization request, whose
-// answer goes to redirectURI. It returns ErrNotAsked for a server that answered without
-// asking for a sign-in, unless prev wants more scopes of it. configFile names the
-// configuration in messages.
-func (t *Tokens) Begin(ctx context.Context, srv config.Server, configFile string, prev *Grant, redirectURI string) (*Flow, error) {
+// answer goes to redirectURI. It returns ErrNotAsked for a server that answered the probe
+// without asking for a sign-in, unless prev wants more scopes of it or asked says the
+// server asked for one already (a call it refused: some servers ask only from the first
+// call on). configFile names the configuration in messages.
+func (t *Tokens) Begin(ctx context.Context, srv config.Server, configFile string, prev *Grant, redirectURI string, asked bool) (*Flow, error) {
 	hc := t.http()
-	ch, asked, err := probe(ctx, hc, srv)
+	ch, probed, err := probe(ctx, hc, srv)
 	if err != nil {
 		return nil, err
 	}
-	if !asked && (prev == nil || len(prev.Wanted) == 0) {
+	if !probed && !asked && (prev == nil || len(prev.Wanted) == 0) {
 		return nil, ErrNotAsked
 	}
 	md, err := Discover(ctx, hc, srv.URL, ch)

@@ -52,7 +52,7 @@ func (l *Login) Run(ctx context.Context) (*Grant, error) {
 		return nil, err
 	}
 	defer ln.Close()
-	f, err := l.Tokens.Begin(ctx, l.Server, l.ConfigFile, prev, redirectURI)
+	f, err := l.Tokens.Begin(ctx, l.Server, l.ConfigFile, prev, redirectURI, false)
 	if err != nil {
 		return nil, err
 	}

@@ -188,6 +188,13 @@ func (s *Server) endSession(id string) {
 	if sess == nil {
 		return
 	}
+	s.elicitedMu.Lock()
+	for link, sid := range s.elicited {
+		if sid == id {
+			delete(s.elicited, link)
+		}
+	}
+	s.elicitedMu.Unlock()
 	sess.mu.Lock()
 	uris := make([]string, 0, len(sess.subs))
 	for uri := range sess.subs {

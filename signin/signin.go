@@ -286,7 +286,8 @@ func (p *Pages) identified(w http.ResponseWriter, r *http.Request, f *flow) {
 		page(w, http.StatusForbidden, "This sign-in link was made for another person. Nothing was signed in. If you did not expect it, tell whoever sent it to you to your administrator.")
 		return
 	}
-	next, err := p.Tokens.Begin(ctx, f.link.server, p.ConfigFile, nil, p.PublicURL+CallbackPath)
+	// Asked: a link is made for a call the server refused.
+	next, err := p.Tokens.Begin(ctx, f.link.server, p.ConfigFile, nil, p.PublicURL+CallbackPath, true)
 	if err != nil {
 		p.log().Warn("sign-in: the server's sign-in cannot begin", "upstream", f.link.server.Name, "error", err)
 		page(w, http.StatusBadGateway, "The sign-in to "+f.link.server.Name+" cannot begin now; try again later.")

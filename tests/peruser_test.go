@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,6 +33,9 @@ import (
 type jiraDouble struct {
 	srv *httptest.Server
 	d   *idp
+	// open lets every request but tools/call through without a token, as servers do that
+	// ask for a sign-in only from the first call on.
+	open bool
 
 	mu      sync.Mutex           // guards the fields below
 	auds    map[string]int       // aud of every token it was sent, good or not
@@ -40,8 +44,8 @@ type jiraDouble struct {
 
 type subKey struct{}
 
-func newJiraDouble(t *testing.T, d *idp) *jiraDouble {
-	j := &jiraDouble{d: d, auds: map[string]int{}, refused: map[string]time.Time{}}
+func newJiraDouble(t *testing.T, d *idp, open bool) *jiraDouble {
+	j := &jiraDouble{d: d, open: open, auds: map[string]int{}, refused: map[string]time.Time{}}
 	mcpSrv := server.NewMCPServer("jira", "1", server.WithToolCapabilities(true))
 	mcpSrv.AddTool(mcp.Tool{Name: "whoami", Description: "Says which Jira user the call acts as.", RawInputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -57,6 +61,11 @@ func newJiraDouble(t *testing.T, d *idp) *jiraDouble {
 			return
 		}
 		sub, ok := j.check(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		if !ok && j.open && r.Header.Get("Authorization") == "" {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			ok = !bytes.Contains(body, []byte(`"tools/call"`))
+		}
 		if !ok {
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata=%q, error="invalid_token"`, j.srv.URL+"/.well-known/oauth-protected-resource/mcp"))
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -211,7 +220,7 @@ var linkPattern = func(base string) func(string) string {
 // again. No token reaches the log or the audit log, and the server never sees toolsift's.
 func TestEachActsAsThemselves(t *testing.T) {
 	d := newIDP(t)
-	jira := newJiraDouble(t, d)
+	jira := newJiraDouble(t, d, false)
 	auditFile := t.TempDir() + "/audit.jsonl"
 	tm := serveTeam(t, d, fmt.Sprintf("audit: {file: %q}", auditFile), githubFixture(t, "")+fmt.Sprintf("\n  jira:\n    url: %s/mcp\n", jira.srv.URL))
 	annTok, bobTok := d.token("ann", tm.url+"/mcp"), d.token("bob", tm.url+"/mcp")
@@ -339,5 +348,32 @@ func TestEachActsAsThemselves(t *testing.T) {
 	out, _ := cmd.CombinedOutput()
 	if !strings.Contains(string(out), "per user, each person signs in for themselves: jira") || !strings.Contains(string(out), "shared, one credential acts for everyone (headers, env, or a local process): github") {
 		t.Errorf("status:\n%s", out)
+	}
+}
+
+// TestSignInWhenOnlyCallsAsk (issue 34): a server that lets toolsift connect and list its
+// tools without a token, and asks for a sign-in only on a call, is still signed in to by
+// each person: the call answers with a sign-in link, and once signed in the person's calls
+// carry their own token.
+func TestSignInWhenOnlyCallsAsk(t *testing.T) {
+	d := newIDP(t)
+	jira := newJiraDouble(t, d, true)
+	tm := serveTeam(t, d, "", fmt.Sprintf("\n  jira:\n    url: %s/mcp\n", jira.srv.URL))
+	ann := connectTeam(t, tm, d.token("ann", tm.url+"/mcp"), false)
+	var text string
+	var isErr bool
+	eventually(t, 10*time.Second, "jira's tools listed without a token", func() bool {
+		text, isErr = ann.whoami(t)
+		return !strings.Contains(text, "unknown tool")
+	})
+	link := linkPattern(tm.url)(text)
+	if !isErr || link == "" {
+		t.Fatalf("ann's first call: %s", text)
+	}
+	if code, page := browse(t, link, "ann"); code != http.StatusOK {
+		t.Fatalf("ann signing in: %d %s", code, page)
+	}
+	if text, isErr := ann.whoami(t); isErr || text != "sub-ann" {
+		t.Errorf("ann's call after signing in: %s", text)
 	}
 }

@@ -49,8 +49,8 @@ func (p *Pool) Call(ctx context.Context, exposed string, args json.RawMessage, t
 	start := time.Now()
 	var res json.RawMessage
 	var err error
-	if s.signsInPerUser() {
-		res, err = s.requestAs(ctx, deadline, identity.FromContext(ctx), "tools/call", json.RawMessage(raw))
+	if u := identity.FromContext(ctx); s.personal(u) {
+		res, err = s.requestAs(ctx, deadline, u, "tools/call", json.RawMessage(raw))
 	} else {
 		res, err = s.requestBy(ctx, deadline, "tools/call", json.RawMessage(raw))
 	}
@@ -80,8 +80,8 @@ func (p *Pool) Request(ctx context.Context, serverName, method string, params an
 // down is waited for, and an idle one started; the wait and the request together get the
 // server's callTimeout.
 func (s *server) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	if s.signsInPerUser() {
-		return s.requestAs(ctx, time.Now().Add(s.callTimeout), identity.FromContext(ctx), method, params)
+	if u := identity.FromContext(ctx); s.personal(u) {
+		return s.requestAs(ctx, time.Now().Add(s.callTimeout), u, method, params)
 	}
 	return s.requestBy(ctx, time.Now().Add(s.callTimeout), method, params)
 }

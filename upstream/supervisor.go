@@ -56,6 +56,13 @@ func (s *server) run(ctx context.Context) {
 			// wait for others to join it.
 			s.shared.rebuild()
 		}
+		var needs *oauth.NeedsLoginError
+		perUser := s.perUser && errors.As(err, &needs)
+		if perUser {
+			// Before the first attempt counts as ended: a search waiting for it then
+			// knows to tell each caller to sign in.
+			s.disconnect(nil, StatePerUser)
+		}
 		s.attemptedOnce.Do(func() { close(s.attempted) })
 		if err == nil {
 			backoff = s.shared.retryMin
@@ -70,11 +77,9 @@ func (s *server) run(ctx context.Context) {
 			s.log.Info("upstream stopped while idle", "idle_timeout", s.cfg.IdleTimeout.String())
 			continue
 		}
-		var needs *oauth.NeedsLoginError
-		if errors.As(err, &needs) && s.perUser {
+		if perUser {
 			// Each person's requests go over their own connection; this one tries again
 			// now and then, in case the server stops asking.
-			s.disconnect(nil, StatePerUser)
 			s.log.Info("upstream asks each user to sign in: calls go with each caller's own sign-in")
 			if !s.pause(ctx, s.shared.retryMax) {
 				return

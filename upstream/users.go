@@ -96,15 +96,12 @@ func (us *users) closeAll() {
 	}
 }
 
-// signsInPerUser reports whether s's requests go over each person's own connection now: s
-// signs in per user and its supervisor's connection, as nobody, was refused.
-func (s *server) signsInPerUser() bool {
-	if !s.perUser {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.state != StateConnected
+// personal reports whether u's requests to s go over u's own connection: s is signed in
+// to per user and u is a person. A server that asks nobody to sign in is served that way
+// too (without a token), since some ask only from the first call on; a token acts as no
+// person and goes over the server's own connection, as nobody.
+func (s *server) personal(u identity.User) bool {
+	return s.perUser && u.Kind == identity.Person
 }
 
 // connFor returns u's own connection to s, dialing it first.
@@ -197,10 +194,17 @@ func (s *server) requestAs(ctx context.Context, deadline time.Time, u identity.U
 }
 
 // NeedsSignIn reports whether u must sign in to the named server before calling it: the
-// server signs in per user (Options.PerUser) and u has no sign-in to it that still works.
+// server signs in per user (Options.PerUser), asked its own connection to sign in, and u
+// has no sign-in to it that still works.
 func (p *Pool) NeedsSignIn(ctx context.Context, u identity.User, server string) bool {
 	s, ok := p.byName[server]
-	if !ok || !s.signsInPerUser() {
+	if !ok || !s.perUser {
+		return false
+	}
+	s.mu.Lock()
+	asks := s.state == StatePerUser
+	s.mu.Unlock()
+	if !asks {
 		return false
 	}
 	if u.Kind != identity.Person {
@@ -223,7 +227,7 @@ func PerUserSignIn(err error) (server string, ok bool) {
 // in to it: the server's tools, if nobody's connection has listed them yet, are learned.
 func (p *Pool) Learn(ctx context.Context, u identity.User, server string) error {
 	s, ok := p.byName[server]
-	if !ok || !s.signsInPerUser() {
+	if !ok || !s.personal(u) {
 		return nil
 	}
 	_, err := s.connFor(ctx, u)
