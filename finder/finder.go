@@ -318,21 +318,17 @@ func (f *Finder) Find(ctx context.Context, req Request) (Result, error) {
 		return res, nil
 	}
 	// Ranked a little deeper than asked where a Chooser may choose, when the words are
-	// unsure: a deeper ranking prunes less. Ranked whole when some tools are not admitted,
-	// so that the ones that are still fill the limit.
+	// unsure: a deeper ranking prunes less.
 	depth := req.Limit
 	if req.Choose != nil && depth > 0 {
 		depth = max(depth, choiceCandidates)
 	}
-	if req.Admits != nil {
-		depth = 0
-	}
-	hits, _ := f.rank(ctx, idx.ix, q, depth)
 	why := ByWords
 	if f.opts.Embeddings != nil {
 		why = ByMeaning
 	}
-	res.Hits = admitted(hitsOf(idx.cat, hits, why), req.Admits)
+	hits, found := f.rankAdmitted(ctx, idx, q, depth, req.Admits, why)
+	res.Hits = found
 	if req.Choose != nil {
 		words := hits
 		if f.opts.Embeddings != nil {
@@ -348,6 +344,28 @@ func (f *Finder) Find(ctx context.Context, req Request) (Result, error) {
 		res.Hits = res.Hits[:min(len(res.Hits), req.Limit)]
 	}
 	return res, nil
+}
+
+// admittedDepth is how many times deeper than asked a ranking goes first when some tools
+// are not admitted: deep enough that the admitted ones usually fill the limit, and the
+// whole catalog is ranked only when they do not.
+const admittedDepth = 8
+
+// rankAdmitted ranks for q the tools admits admits (all when nil), depth of them (0: all
+// that match), and returns the ranking's hits and the tools found.
+func (f *Finder) rankAdmitted(ctx context.Context, idx *indexed, q search.Query, depth int, admits func(*upstream.Tool) bool, why Why) ([]search.Hit, []Hit) {
+	if admits == nil || depth == 0 {
+		hits, _ := f.rank(ctx, idx.ix, q, depth)
+		return hits, admitted(hitsOf(idx.cat, hits, why), admits)
+	}
+	hits, _ := f.rank(ctx, idx.ix, q, depth*admittedDepth)
+	found := admitted(hitsOf(idx.cat, hits, why), admits)
+	if len(found) < depth && len(hits) == depth*admittedDepth {
+		// Too few admitted among those: there may be more further down.
+		hits, _ = f.rank(ctx, idx.ix, q, 0)
+		found = admitted(hitsOf(idx.cat, hits, why), admits)
+	}
+	return hits, found
 }
 
 // admitted returns the hits whose tools admits admits; all of them when it is nil.

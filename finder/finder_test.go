@@ -185,3 +185,45 @@ func TestChoices(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmits: what Admits does not admit is never found, and the tools it admits fill the
+// limit even when they rank below many that it does not (deeper than the first ranking
+// looks); select: of a tool not admitted is Unknown.
+func TestAdmits(t *testing.T) {
+	var ts []upstream.Tool
+	for i := range 200 {
+		// The hidden ones match the query better: the word twice.
+		name, desc := fmt.Sprintf("hidden_%03d", i), "Export the ledger export."
+		if i >= 190 {
+			name, desc = fmt.Sprintf("open_%03d", i), "Export data."
+		}
+		ts = append(ts, upstream.Tool{Server: "s", Name: name, Exposed: "s__" + name, Description: desc})
+	}
+	f := New(newSource(ts), Options{IndexDelay: -1})
+	t.Cleanup(f.Close)
+	admits := func(tl *upstream.Tool) bool { return strings.HasPrefix(tl.Name, "open_") }
+	for _, tt := range []struct {
+		query string
+		limit int
+		want  int
+	}{{"export ledger", 5, 5}, {"export", 10, 10}, {"export", 0, 10}, {"nothing matches this", 5, 0}} {
+		q, _ := search.ParseQuery(tt.query)
+		res, err := f.Find(context.Background(), Request{Query: q, Limit: tt.limit, Admits: admits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range res.Hits {
+			if !admits(&h.Tool) {
+				t.Errorf("%q found %s, which is not admitted", tt.query, h.Tool.Exposed)
+			}
+		}
+		if len(res.Hits) != tt.want {
+			t.Errorf("%q limit %d: %d hits, want %d: %v", tt.query, tt.limit, len(res.Hits), tt.want, res.Names())
+		}
+	}
+	q, _ := search.ParseQuery("select:s__hidden_001,s__open_195")
+	res, _ := f.Find(context.Background(), Request{Query: q, Limit: 5, Admits: admits})
+	if !slices.Equal(res.Names(), []string{"s__open_195"}) || !slices.Contains(res.Unknown, "s__hidden_001") {
+		t.Errorf("select: found %v, unknown %v", res.Names(), res.Unknown)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -142,6 +143,12 @@ var _ server.ClientSession = (*benchClient)(nil)
 // (noDrain) get a channel big enough instead.
 func benchSession(tb testing.TB, p *Server, id, client string, drain bool) *benchClient {
 	tb.Helper()
+	return benchSessionOf(tb, identity.User{}, p, id, client, drain)
+}
+
+// benchSessionOf is benchSession for a session that u opened.
+func benchSessionOf(tb testing.TB, u identity.User, p *Server, id, client string, drain bool) *benchClient {
+	tb.Helper()
 	c := &benchClient{id: id, p: p}
 	if drain {
 		c.notes = make(chan mcp.JSONRPCNotification, 16)
@@ -155,7 +162,7 @@ func benchSession(tb testing.TB, p *Server, id, client string, drain bool) *benc
 	} else {
 		c.notes = make(chan mcp.JSONRPCNotification, 1<<10)
 	}
-	if err := p.mcp.RegisterSession(context.Background(), c); err != nil {
+	if err := p.mcp.RegisterSession(identity.NewContext(context.Background(), u), c); err != nil {
 		tb.Fatal(err)
 	}
 	c.ctx = p.mcp.WithContext(context.Background(), c)
@@ -257,6 +264,36 @@ func BenchmarkSearch(b *testing.B) {
 				i++
 			}
 			b.ReportMetric(float64(size), "bytes/result")
+		})
+	}
+}
+
+// BenchmarkSearchAccess runs tool_search over 10,000 tools, half of which only the group
+// eng may use: for the local user, who may use every tool, and for a person outside eng,
+// for whom the whole catalog is ranked so that the tools they may use fill the limit.
+func BenchmarkSearchAccess(b *testing.B) {
+	tools := benchTools(b, 10000)
+	for i := range tools {
+		if i%2 == 1 {
+			tools[i].Access = &config.Access{Groups: []string{"eng"}}
+		}
+	}
+	for _, who := range []struct {
+		name string
+		u    identity.User
+	}{{"local", identity.User{}}, {"person", identity.User{Kind: identity.Person, Name: "ann", Key: "ann"}}} {
+		b.Run(who.name, func(b *testing.B) {
+			ups := newBenchUpstreams(tools)
+			p := New(ups, Options{ListWait: 50 * time.Millisecond})
+			p.CatalogChanged()
+			c := benchSessionOf(b, who.u, p, "s", "codex-mcp-client", true)
+			c.search(b, "create issue", 5)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				c.search(b, searchQueries[i%len(searchQueries)], 5)
+				i++
+			}
 		})
 	}
 }
