@@ -24,6 +24,7 @@ import (
 	"github.com/toolsift/toolsift/internal/terminal"
 	"github.com/toolsift/toolsift/proxy"
 	"github.com/toolsift/toolsift/signin"
+	"github.com/toolsift/toolsift/state"
 	"github.com/toolsift/toolsift/telemetry"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -133,6 +134,17 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			_ = shutdown(sctx) // the spans left are sent, or given up on
 		}()
 	}
+	// Replicas share their sessions through Redis; without it, nothing is shared.
+	var shared *state.Redis
+	if url := cfg.State.RedisURL; addr != "" && url != "" {
+		if shared, err = state.Open(ctx, url, cmp.Or(cfg.HTTP.SessionIdleTimeout, 30*time.Minute)); err != nil {
+			return fmt.Errorf("%s: %w", cfg.File, err)
+		}
+		defer shared.Close()
+		if err := shared.Healthy(ctx); err != nil {
+			log.Warn("shared state not reachable: serving this replica's sessions from memory until it is", "error", err)
+		}
+	}
 	var metrics *telemetry.Metrics
 	if addr != "" {
 		metrics = telemetry.NewMetrics(pool.Statuses)
@@ -143,7 +155,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion(), MaxCalls: cfg.MaxCalls,
 		MaxUnlocked: cfg.MaxUnlocked, ListAllUnder: cfg.ListAllUnder, Groups: cfg.Groups, Embeddings: emb,
-		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red, ConfigError: broken, Audit: auditLog, SignIn: signIn, Metrics: metrics})
+		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red, ConfigError: broken, Audit: auditLog, SignIn: signIn, Metrics: metrics,
+		Sessions: sessionStore(shared), SessionIdleTimeout: cfg.HTTP.SessionIdleTimeout})
 	defer srv.Close() // waits for an index build in progress; runs before the pool closes
 	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
 	if addr != "" {
@@ -158,7 +171,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			}
 			handler = pages
 		}
-		return serveHTTP(ctx, srv, cfg, addr, handler, metrics, log)
+		return serveHTTP(ctx, srv, cfg, addr, handler, metrics, shared, log)
 	}
 	log.Info("serving on stdio", "config", cfg.File, "servers", len(cfg.Servers))
 	if isTerminal(stdin) {
@@ -180,7 +193,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 
 // serveHTTP serves until ctx ends, then stops accepting, lets requests in flight finish (up
 // to 10s) and returns; the caller then closes the upstreams.
-func serveHTTP(ctx context.Context, srv *proxy.Server, full *config.Config, addr string, pages http.Handler, metrics *telemetry.Metrics, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, srv *proxy.Server, full *config.Config, addr string, pages http.Handler, metrics *telemetry.Metrics, shared *state.Redis, log *slog.Logger) error {
 	cfg := full.HTTP
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -205,7 +218,7 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, full *config.Config, addr
 	}
 	log.Info("serving on http", "url", "http://"+ln.Addr().String()+"/mcp", "auth", authed)
 	err = gate.Serve(ctx, ln, srv, gate.Options{Logger: log, MaxCalls: full.MaxCalls,
-		Metrics: metrics.Handler(), MetricsPublic: full.Metrics.Public,
+		Metrics: metrics.Handler(), MetricsPublic: full.Metrics.Public, Shared: gateShared(shared),
 		Tokens: cfg.Tokens, Named: named, OIDC: oidc, Pages: pages, AllowedOrigins: cfg.AllowedOrigins, SessionIdleTimeout: cfg.SessionIdleTimeout,
 		ReadTimeout: cfg.ReadTimeout, MaxConnections: cfg.MaxConnections,
 		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,
@@ -236,4 +249,20 @@ func cacheDir() string {
 		return ""
 	}
 	return filepath.Join(dir, "toolsift")
+}
+
+// sessionStore and gateShared give the proxy and the gate the shared state, or nil (not a
+// typed nil) without one.
+func sessionStore(r *state.Redis) proxy.SessionStore {
+	if r == nil {
+		return nil
+	}
+	return r
+}
+
+func gateShared(r *state.Redis) gate.Shared {
+	if r == nil {
+		return nil
+	}
+	return r
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/internal/redact"
+	"github.com/toolsift/toolsift/state"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -85,6 +86,10 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if team {
 		showSignIns(stdout, pool.Statuses())
 	}
+	var sharedProblem string
+	if url := cfg.State.RedisURL; url != "" {
+		sharedProblem = showShared(ctx, stdout, url)
+	}
 	showAlwaysLoaded(stdout, settledCatalog(pool))
 	if len(cfg.Servers) == 0 && len(cfg.Projects) > 0 {
 		n := 0
@@ -94,6 +99,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "(none here: %s belong to projects, served only in their folders; run toolsift status in one of them)\n", plural(n, "server"))
 	}
 	var problems []string
+	if sharedProblem != "" {
+		problems = append(problems, sharedProblem)
+	}
 	if len(failed) > 0 {
 		problems = append(problems, fmt.Sprintf("%d of %d servers failed: %s (see LAST ERROR above; --verbose shows their last lines of output)",
 			len(failed), len(cfg.Servers), strings.Join(failed, ", ")))
@@ -177,4 +185,20 @@ func showSignIns(w io.Writer, statuses []upstream.Status) {
 	if len(shared) > 0 {
 		fmt.Fprintf(w, "shared, one credential acts for everyone (headers, env, or a local process): %s\n", strings.Join(shared, ", "))
 	}
+}
+
+// showShared says whether the shared state (state.redis) answers; it returns the problem,
+// or "".
+func showShared(ctx context.Context, w io.Writer, url string) string {
+	r, err := state.Open(ctx, url, time.Minute)
+	if err == nil {
+		defer r.Close()
+		err = r.Healthy(ctx)
+	}
+	if err != nil {
+		fmt.Fprintf(w, "\nshared state: %s unreachable (%v): each replica serves only the sessions it knows\n", redact.URL(url), err)
+		return fmt.Sprintf("the shared state (state.redis.url) cannot be reached: %v", err)
+	}
+	fmt.Fprintf(w, "\nshared state: %s answers; every replica serves every session\n", redact.URL(url))
+	return ""
 }

@@ -61,6 +61,8 @@ type Config struct {
 	// Metrics configures /metrics, Tracing OpenTelemetry traces.
 	Metrics Metrics
 	Tracing Tracing
+	// State configures what the replicas of a service share.
+	State State
 }
 
 // HTTP configures the streamable HTTP front end.
@@ -353,6 +355,8 @@ func (p *parser) top(cfg *Config, root *yaml.Node) (servers, projects *yaml.Node
 			cfg.Metrics = p.metrics(val, at)
 		case "tracing":
 			cfg.Tracing = p.tracing(val, at)
+		case "state":
+			cfg.State = p.state(val, at)
 		case "allowedOrigins":
 			cfg.HTTP.AllowedOrigins = p.strList(val, at)
 		case "sessionIdleTimeout":
@@ -524,6 +528,7 @@ func (c *Config) Secrets() []string {
 	if o := c.HTTP.OIDC; o != nil && o.ClientSecret != "" {
 		out = append(out, o.ClientSecret)
 	}
+	fromURL(c.State.RedisURL)
 	if e := c.Search.Embeddings; e.URL != "" {
 		out = append(out, e.APIKey)
 		fromURL(e.URL)

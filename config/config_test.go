@@ -270,7 +270,7 @@ func TestExampleShowsEveryKey(t *testing.T) {
 	if _, err := Parse("config.example.yaml", data, env(nil)); err != nil {
 		t.Fatalf("the example does not load: %v", err)
 	}
-	for _, keys := range [][]string{topKeys, authKeys, serverKeys, toolKeys, searchKeys, embeddingsKeys, oauthKeys, oidcKeys, accessKeys, auditKeys, metricsKeys, tracingKeys} {
+	for _, keys := range [][]string{topKeys, authKeys, serverKeys, toolKeys, searchKeys, embeddingsKeys, oauthKeys, oidcKeys, accessKeys, auditKeys, metricsKeys, tracingKeys, stateKeys, redisKeys} {
 		for _, k := range keys {
 			if !regexp.MustCompile(`(?m)^[ #]*` + k + `:`).Match(data) {
 				t.Errorf("config.example.yaml does not show %s", k)

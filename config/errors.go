@@ -104,7 +104,7 @@ func splitYAMLError(err error) (line int, msg string) {
 
 // The keys each level of the configuration knows, for the message about one it does not.
 var (
-	topKeys     = []string{"mcpServers", "listen", "auth", "allowedOrigins", "sessionIdleTimeout", "readTimeout", "maxConnections", "maxSessions", "maxSessionsPerToken", "publicUrl", "audit", "metrics", "tracing", "lazyStart", "idleTimeout", "startupTimeout", "callTimeout", "maxCalls", "maxResultBytes", "concurrency", "maxUnlocked", "toolSearch", "groups", "search", "projects"}
+	topKeys     = []string{"mcpServers", "listen", "auth", "allowedOrigins", "sessionIdleTimeout", "readTimeout", "maxConnections", "maxSessions", "maxSessionsPerToken", "publicUrl", "audit", "metrics", "tracing", "state", "lazyStart", "idleTimeout", "startupTimeout", "callTimeout", "maxCalls", "maxResultBytes", "concurrency", "maxUnlocked", "toolSearch", "groups", "search", "projects"}
 	projectKeys = []string{"mcpServers"}
 	authKeys    = []string{"tokens", "oidc"}
 	serverKeys  = []string{"type", "command", "args", "env", "cwd", "url", "headers", "prefix", "description", "alwaysLoad", "allow", "deny", "disabled", "tools", "callTimeout", "startupTimeout", "lazyStart", "idleTimeout", "maxResultBytes", "concurrency", "oauth", "access"}

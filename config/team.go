@@ -67,7 +67,16 @@ type Tracing struct {
 	OTLPEndpoint string
 }
 
+// State configures the state the replicas of a service share.
+type State struct {
+	// RedisURL is the Redis (or Valkey) server's URL: redis://[user:password@]host:port/db,
+	// or rediss:// for TLS. Empty means nothing is shared: one replica.
+	RedisURL string
+}
+
 var (
+	stateKeys   = []string{"redis"}
+	redisKeys   = []string{"url"}
 	metricsKeys = []string{"public"}
 	tracingKeys = []string{"otlpEndpoint"}
 	oidcKeys    = []string{"issuer", "audience", "userClaim", "groupsClaim", "scopes", "algorithms", "clientId", "clientSecret"}
@@ -214,4 +223,33 @@ func (p *parser) tracing(n *yaml.Node, at string) Tracing {
 		}
 	})
 	return t
+}
+
+func (p *parser) state(n *yaml.Node, at string) State {
+	var st State
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, at, "want a mapping with redis, got %s", kindName(n))
+		return st
+	}
+	p.fields(n, at, func(key string, v *yaml.Node, at string) {
+		if key != "redis" {
+			p.unknownKey(v, at, key, stateKeys)
+			return
+		}
+		if v.Kind != yaml.MappingNode {
+			p.errorf(v, at, "want a mapping with url, got %s", kindName(v))
+			return
+		}
+		p.fields(v, at, func(key string, v *yaml.Node, at string) {
+			if key != "url" {
+				p.unknownKey(v, at, key, redisKeys)
+				return
+			}
+			st.RedisURL = p.str(v, at)
+			if u, err := url.Parse(st.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+				p.errorf(v, at, "%q is not a Redis URL (write redis://host:6379/0, or rediss:// for TLS)", st.RedisURL)
+			}
+		})
+	})
+	return st
 }

@@ -72,6 +72,9 @@ type Options struct {
 	// other, or to anyone with MetricsPublic.
 	Metrics       http.Handler
 	MetricsPublic bool
+	// Shared, if set, is the state the replicas of the service share: session IDs every
+	// replica knows, and who opened each, so that any replica serves any session.
+	Shared Shared
 	// Pages, if set, serves the sign-in pages people open in their browsers, at /connect/
 	// and /oauth/callback: without a bearer token, as a browser has none (see signin).
 	Pages http.Handler
@@ -96,6 +99,17 @@ type Options struct {
 	// token opened; 0 means 500. Past either, a request that would open a session gets 503
 	// with Retry-After.
 	MaxSessions, MaxSessionsPerToken int
+}
+
+// Shared is the state the replicas of a service share (state.Redis).
+type Shared interface {
+	// ResolveSessionIdManager gives mcp-go session IDs every replica knows.
+	server.SessionIdManagerResolver
+	// SetOwner records the credential that opened session id; Owner returns it.
+	SetOwner(ctx context.Context, id string, cred [32]byte) error
+	Owner(ctx context.Context, id string) (cred [32]byte, ok bool, err error)
+	// Healthy returns why the shared state cannot be used now, or nil.
+	Healthy(ctx context.Context) error
 }
 
 // withDefaults fills in the zero fields.
@@ -185,6 +199,11 @@ func Handler(p Proxy, opts Options) (http.Handler, func(context.Context) error) 
 	p.OnSessionOpen(func(ctx context.Context, id string) {
 		if c := claimOf(ctx); c != nil {
 			c.bind(id)
+			if opts.Shared != nil {
+				if err := opts.Shared.SetOwner(ctx, id, c.cred); err != nil {
+					opts.Logger.Warn("session owner not saved to the shared state: other replicas will not serve it", "error", err)
+				}
+			}
 		}
 	})
 	p.OnInitialized(func(ctx context.Context) {
@@ -192,8 +211,12 @@ func Handler(p Proxy, opts Options) (http.Handler, func(context.Context) error) 
 			c.earn()
 		}
 	})
+	ids := server.WithStateful(true)
+	if opts.Shared != nil {
+		ids = server.WithSessionIdManagerResolver(opts.Shared)
+	}
 	streamable := server.NewStreamableHTTPServer(p.MCP(),
-		server.WithStateful(true),
+		ids,
 		server.WithSessionIdleTTL(opts.SessionIdleTimeout),
 		server.WithStreamableHTTPProtocolVersions(sessionVersions...),
 		server.WithStreamableHTTPLogger(opts.Logger),
@@ -207,7 +230,13 @@ func Handler(p Proxy, opts Options) (http.Handler, func(context.Context) error) 
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { readyz(w, r, p.Statuses()) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		var shared error
+		if opts.Shared != nil {
+			shared = opts.Shared.Healthy(r.Context())
+		}
+		readyz(w, r, p.Statuses(), opts.Shared != nil, shared)
+	})
 
 	g := &gate{opts: opts, next: mux, inFlight: map[string]int{}, owners: owners, p: p}
 	if opts.Pages != nil {
@@ -235,7 +264,10 @@ func Handler(p Proxy, opts Options) (http.Handler, func(context.Context) error) 
 // readyz reports each upstream's state; 503 until at least one is connected or idle. Errors
 // can carry what a server printed (an API key it refused, say), so only a request the gate
 // marked (showErrors) gets them.
-func readyz(w http.ResponseWriter, r *http.Request, statuses []upstream.Status) {
+//
+// With shared state (hasShared), it says whether the store answers (sharedErr nil): a replica
+// whose store is down still serves the sessions it knows, so it stays ready.
+func readyz(w http.ResponseWriter, r *http.Request, statuses []upstream.Status, hasShared bool, sharedErr error) {
 	type server struct {
 		Name  string `json:"name"`
 		State string `json:"state"`
@@ -247,6 +279,18 @@ func readyz(w http.ResponseWriter, r *http.Request, statuses []upstream.Status) 
 	var out struct {
 		Ready   bool     `json:"ready"`
 		Servers []server `json:"servers"`
+		// Shared is the shared state's condition: "ok", or "unreachable" (and why, to
+		// those who may see errors).
+		Shared string `json:"shared,omitempty"`
+	}
+	if hasShared {
+		out.Shared = "ok"
+		if sharedErr != nil {
+			out.Shared = "unreachable: serving this replica's sessions from memory"
+			if r.Context().Value(showErrors{}) != nil {
+				out.Shared += ": " + sharedErr.Error()
+			}
+		}
 	}
 	for _, st := range statuses {
 		sv := server{Name: st.Name, State: string(st.State), Tools: st.Tools}
@@ -409,6 +453,21 @@ func (g *gate) probe(w http.ResponseWriter, r *http.Request) {
 	g.next.ServeHTTP(w, r)
 }
 
+// owns reports whether cred opened session id: as seen here, or, for a session another
+// replica opened, as the shared state says. A session of the shared state without an owner
+// there is no one's.
+func (g *gate) owns(ctx context.Context, id string, cred [32]byte) bool {
+	allowed, seen := g.owners.allows(id, cred)
+	if seen || g.opts.Shared == nil {
+		return allowed
+	}
+	owner, ok, err := g.opts.Shared.Owner(ctx, id)
+	if err != nil || !ok {
+		return false
+	}
+	return subtle.ConstantTimeCompare(owner[:], cred[:]) == 1
+}
+
 // metrics serves /metrics, to those who pass authentication unless it is public.
 func (g *gate) metrics(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
@@ -441,7 +500,7 @@ func (g *gate) admit(w http.ResponseWriter, r *http.Request) (user identity.User
 		refuse(w, "Bad Request: the request names more than one session (Mcp-Session-Id and sessionId differ); send one", http.StatusBadRequest)
 		return user, cred, "", false
 	}
-	if id != "" && g.authRequired() && !g.owners.allows(id, cred) {
+	if id != "" && g.authRequired() && !g.owns(r.Context(), id, cred) {
 		// A session belongs to whoever opened it: its ID travels in headers and URLs and
 		// must not let anyone else in. To them it does not exist.
 		refuse(w, "Not Found: no such session", http.StatusNotFound)

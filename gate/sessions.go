@@ -63,12 +63,13 @@ func (o *owners) bind(id string, cred [32]byte) bool {
 }
 
 // allows reports whether cred may use session id: the one that opened it, or any for a
-// session whose opening was not seen (mcp-go answers an unknown one with 404).
-func (o *owners) allows(id string, cred [32]byte) bool {
+// session whose opening was not seen (mcp-go answers an unknown one with 404). seen says
+// whether its opening was seen here.
+func (o *owners) allows(id string, cred [32]byte) (allowed, seen bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	owner, ok := o.m[id]
-	return !ok || subtle.ConstantTimeCompare(owner[:], cred[:]) == 1
+	return !ok || subtle.ConstantTimeCompare(owner[:], cred[:]) == 1, ok
 }
 
 // forget ends session id, freeing its place.

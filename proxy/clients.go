@@ -59,6 +59,7 @@ func (s *Server) afterInitialize(ctx context.Context, _ any, req *mcp.Initialize
 	sess.samples = req.Params.Capabilities.Sampling != nil
 	sess.urlElicit = req.Params.Capabilities.Elicitation != nil && req.Params.Capabilities.Elicitation.URL != nil
 	sess.mu.Unlock()
+	s.persist(ctx, sess)
 	s.log.Info("client connected", "session", sess.id, "client", name, "client_version", req.Params.ClientInfo.Version,
 		"protocol", req.Params.ProtocolVersion, "holds", !h.noHold)
 	s.watchers.tell(ctx, initialized, sess.id)

@@ -134,6 +134,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	hold := holdNone
 	if !stable(ctx) && !listsAll {
 		added, dropped := s.unlock(sess, cat, tools, s.opts.MaxUnlocked)
+		s.persist(ctx, sess) // the order of use changed, if nothing else
 		res.Unlocked, res.Dropped = append(res.Unlocked, added...), dropped
 		if len(added) > 0 || len(dropped) > 0 {
 			// Hold the result until the session has re-listed (see session).
@@ -229,6 +230,9 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if !stable(ctx) && !s.fitsAll(s.views.of(cat)) {
 		added, dropped := s.unlock(sess, cat, []upstream.Tool{t}, s.opts.MaxUnlocked)
 		announced = len(added) > 0 || len(dropped) > 0
+		if announced {
+			s.persist(ctx, sess)
+		}
 	}
 	if announced {
 		s.announce(ctx, sess, false, "call")

@@ -92,6 +92,11 @@ type Options struct {
 	Redactor *redact.Redactor
 	// Audit, if set, gets a record of every tool call.
 	Audit *audit.Log
+	// Sessions, if set, keeps each session's record where every replica reads it, so that
+	// a replica serves sessions another opened; SessionIdleTimeout is when one restored here
+	// is forgotten here (0: 30m).
+	Sessions           SessionStore
+	SessionIdleTimeout time.Duration
 	// Metrics, if set, counts sessions, searches and calls.
 	Metrics *telemetry.Metrics
 	// SignIn, if set, makes the links with which people sign in to the servers they act on
@@ -180,6 +185,9 @@ func New(ups Upstreams, opts Options) *Server {
 	if opts.ForwardGrace == 0 {
 		opts.ForwardGrace = 20 * time.Millisecond
 	}
+	if opts.SessionIdleTimeout == 0 {
+		opts.SessionIdleTimeout = 30 * time.Minute
+	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
@@ -192,6 +200,7 @@ func New(ups Upstreams, opts Options) *Server {
 		sess.mu.Lock()
 		sess.user = identity.FromContext(ctx)
 		sess.mu.Unlock()
+		s.persist(ctx, sess)
 		s.opts.Metrics.SessionOpened()
 		s.watchers.tell(ctx, opened, cs.SessionID())
 	})

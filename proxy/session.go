@@ -109,6 +109,10 @@ type session struct {
 	// forwarded counts the notifications forwarded to the session for its calls (progress,
 	// upstream log messages): a call that forwarded one flushes before its result.
 	forwarded atomic.Uint64
+	// guest marks a session another replica opened, restored here from the shared state
+	// (Options.Sessions); lastUsed is when it was last used here, in Unix nanoseconds.
+	guest    bool
+	lastUsed atomic.Int64
 }
 
 // relists reports whether the session's client is expected to re-list after list_changed
@@ -155,12 +159,27 @@ func (sess *session) leaveCall() {
 // a session of a transport mcp-go serves.
 func (s *Server) session(id string) *session {
 	s.sessionsMu.Lock()
-	defer s.sessionsMu.Unlock()
 	sess, ok := s.sessions[id]
-	if !ok {
-		sess = s.newSession(id, mcpConn{mcp: s.mcp, id: id, grace: s.opts.ForwardGrace})
-		s.sessions[id] = sess
+	s.sessionsMu.Unlock()
+	if ok {
+		sess.lastUsed.Store(time.Now().UnixNano())
+		return sess
 	}
+	// Another replica may have opened it (Options.Sessions); read outside the lock.
+	restored := s.restore(id)
+	s.sessionsMu.Lock()
+	defer s.sessionsMu.Unlock()
+	if sess, ok := s.sessions[id]; ok {
+		return sess
+	}
+	if restored != nil {
+		s.evictGuestsLocked(time.Now())
+		sess = restored
+	} else {
+		sess = s.newSession(id, mcpConn{mcp: s.mcp, id: id, grace: s.opts.ForwardGrace})
+	}
+	sess.lastUsed.Store(time.Now().UnixNano())
+	s.sessions[id] = sess
 	return sess
 }
 

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs the infrastructure the end-to-end tests start for real, from Debian's packages,
-# when it is missing: Prometheus and its promtool (they scrape and check /metrics).
+# when it is missing: Prometheus and its promtool (they scrape and check /metrics), and
+# redis-server (the state replicas share).
 set -euo pipefail
-if command -v prometheus >/dev/null && command -v promtool >/dev/null; then
+missing=()
+command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
+command -v redis-server >/dev/null || missing+=(redis-server)
+if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 sudo=""
@@ -10,4 +14,4 @@ if [ "$(id -u)" != 0 ]; then
   sudo=sudo
 fi
 $sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,252 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolsift/toolsift/internal/mcptest"
+)
+
+// redisServer starts a redis-server on a free loopback port, for as long as the test runs,
+// and returns its URL, and functions that kill it and start it again on the same port
+// (empty: no data is saved).
+func redisServer(t *testing.T) (url string, stop, start func()) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal("redis-server not found: install Debian's redis-server package (scripts/deps.sh does)")
+	}
+	port := freePort(t)
+	var cmd *exec.Cmd
+	start = func() {
+		cmd = exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "redis-server listening", func() bool {
+			c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		})
+	}
+	start()
+	stop = func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	t.Cleanup(stop)
+	return fmt.Sprintf("redis://127.0.0.1:%d/0", port), stop, start
+}
+
+// replica runs toolsift --listen on cfg and returns its base URL and its process.
+func replica(t *testing.T, cfg string) (string, *exec.Cmd, func() string) {
+	t.Helper()
+	cmd := exec.Command(bin, "--config", cfg, "--listen", "127.0.0.1:0", "--log-level", "debug")
+	stderr := &mcptest.Buffer{}
+	cmd.Stderr, cmd.Env = stderr, isolatedEnv(t)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("replica stderr:\n%s", stderr.String())
+		}
+	})
+	var url string
+	eventually(t, 20*time.Second, "the replica's address", func() bool {
+		m := urlLog.FindStringSubmatch(stderr.String())
+		if m != nil {
+			url = m[1]
+		}
+		return m != nil
+	})
+	return url, cmd, stderr.String
+}
+
+// rpc posts one JSON-RPC message to url's /mcp as session (empty for none), with token,
+// and returns the status, the session the answer names, and the answer's result or error
+// (from a JSON or an event-stream answer).
+func rpc(t *testing.T, url, token, session, body string) (int, string, json.RawMessage) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer json.RawMessage
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 8<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			line = data
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(line, &m) == nil && len(m.ID) > 0 {
+			answer = m.Result
+			if m.Error != nil {
+				answer = m.Error
+			}
+		}
+	}
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), answer
+}
+
+func listNames(t *testing.T, raw json.RawMessage) []string {
+	var res struct {
+		Tools []struct{ Name string } `json:"tools"`
+	}
+	json.Unmarshal(raw, &res)
+	var out []string
+	for _, tl := range res.Tools {
+		out = append(out, tl.Name)
+	}
+	return out
+}
+
+// TestReplicasShareSessions (issue 35): replicas on one Redis serve each other's sessions.
+// A session opened on one replica, with tools it unlocked there, is served by another as by
+// the first (the same tools/list, an unlocked tool callable), and still after the first is
+// killed with SIGKILL; its owner alone may use it on any replica; and a DELETE on any
+// replica ends it on all.
+func TestReplicasShareSessions(t *testing.T) {
+	redisURL, _, _ := redisServer(t)
+	const tok, other = "replica-token-0123456789", "replica-other-0123456789"
+	cfg := config(t, fmt.Sprintf("auth: {tokens: [%q, %q]}\nstate: {redis: {url: %q}}\nmcpServers:%s", tok, other, redisURL, githubFixture(t, "")))
+	a, aCmd, _ := replica(t, cfg)
+	b, _, bLogs := replica(t, cfg)
+
+	code, session, _ := rpc(t, a, tok, "", initBody)
+	if code != 200 || session == "" {
+		t.Fatalf("initialize on a: %d, session %q", code, session)
+	}
+	rpc(t, a, tok, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	search := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"create issue","max_results":2}}}`
+	if code, _, res := rpc(t, a, tok, session, search); code != 200 || !strings.Contains(string(res), "github__create_issue") {
+		t.Fatalf("search on a: %d %s", code, res)
+	}
+	list := `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`
+	_, _, onA := rpc(t, a, tok, session, list)
+	_, _, onB := rpc(t, b, tok, session, list)
+	if names := listNames(t, onB); !slices.Equal(names, listNames(t, onA)) || !slices.Contains(names, "github__create_issue") {
+		t.Fatalf("b lists %v for the session, a lists %v", names, listNames(t, onA))
+	}
+	call := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"github__create_issue","arguments":{"owner":"o","repo":"r","title":"t"}}}`
+	if code, _, res := rpc(t, b, tok, session, call); code != 200 || strings.Contains(string(res), `"isError":true`) {
+		t.Fatalf("calling the unlocked tool on b: %d %s", code, res)
+	}
+	if code, _, _ := rpc(t, b, other, session, list); code != http.StatusNotFound {
+		t.Errorf("another token's holder used the session on b: %d, want 404", code)
+	}
+
+	// a dies; b carries on, and a replica started after knows the session too.
+	aCmd.Process.Kill()
+	aCmd.Wait()
+	if _, _, res := rpc(t, b, tok, session, list); !slices.Equal(listNames(t, res), listNames(t, onA)) {
+		t.Errorf("after a was killed, b lists %v", listNames(t, res))
+	}
+	c, _, _ := replica(t, cfg)
+	if code, _, res := rpc(t, c, tok, session, call); code != 200 || strings.Contains(string(res), `"isError":true`) {
+		t.Errorf("calling the unlocked tool on a replica started later: %d %s", code, res)
+	}
+
+	// A DELETE on c ends it everywhere.
+	req, _ := http.NewRequest(http.MethodDelete, c+"/mcp", nil)
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("DELETE on c: %v %v", resp, err)
+	}
+	if code, _, _ := rpc(t, b, tok, session, list); code != http.StatusNotFound {
+		t.Errorf("b serves the session after a DELETE on c: %d, want 404", code)
+	}
+	if !strings.Contains(bLogs(), "session restored from the shared state") {
+		t.Errorf("b did not say it restored the session")
+	}
+}
+
+// TestRedisDownAndBack (issue 35): while Redis is down a replica keeps serving the
+// sessions it knows and says so in /readyz and status; once Redis is back (empty), a
+// session either goes on with its own tools or answers 404, on which its client initializes
+// again, never with a wrong list; and new sessions are shared again.
+func TestRedisDownAndBack(t *testing.T) {
+	redisURL, stop, start := redisServer(t)
+	const tok = "replica-token-0123456789"
+	cfg := config(t, fmt.Sprintf("auth: {tokens: [%q]}\nstate: {redis: {url: %q}}\nmcpServers:%s", tok, redisURL, githubFixture(t, "")))
+	a, _, _ := replica(t, cfg)
+	b, _, _ := replica(t, cfg)
+	open := func(url string) string {
+		code, session, _ := rpc(t, url, tok, "", initBody)
+		if code != 200 || session == "" {
+			t.Fatalf("initialize: %d", code)
+		}
+		rpc(t, url, tok, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		rpc(t, url, tok, session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"create issue","max_results":2}}}`)
+		return session
+	}
+	list := `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`
+	session := open(b)
+	_, _, before := rpc(t, b, tok, session, list)
+	if !slices.Contains(listNames(t, before), "github__create_issue") {
+		t.Fatalf("the session's list: %v", listNames(t, before))
+	}
+
+	stop()
+	if code, _, res := rpc(t, b, tok, session, list); code != 200 || !slices.Equal(listNames(t, res), listNames(t, before)) {
+		t.Errorf("with Redis down, b serves its session: %d %v", code, listNames(t, res))
+	}
+	resp, body := do(t, http.MethodGet, b+"/readyz", map[string]string{"Authorization": "Bearer " + tok}, "")
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"shared":"unreachable`) {
+		t.Errorf("/readyz with Redis down: %d %s", resp.StatusCode, body)
+	}
+	st := exec.Command(bin, "status", "--config", cfg, "--wait", "5s")
+	st.Env = isolatedEnv(t)
+	out, _ := st.CombinedOutput()
+	if !strings.Contains(string(out), "shared state: redis://127.0.0.1") || !strings.Contains(string(out), "unreachable") {
+		t.Errorf("status with Redis down:\n%s", out)
+	}
+
+	start()
+	eventually(t, 10*time.Second, "/readyz saying the shared state is back", func() bool {
+		_, body := do(t, http.MethodGet, b+"/readyz", nil, "")
+		return strings.Contains(string(body), `"shared":"ok"`)
+	})
+	for _, url := range []string{a, b} {
+		code, _, res := rpc(t, url, tok, session, list)
+		if code == 200 && !slices.Equal(listNames(t, res), listNames(t, before)) {
+			t.Errorf("after Redis came back empty, %s lists %v for the session, not its own %v", url, listNames(t, res), listNames(t, before))
+		}
+		if code != 200 && code != http.StatusNotFound {
+			t.Errorf("after Redis came back empty, %s answers %d", url, code)
+		}
+	}
+	fresh := open(a)
+	if code, _, res := rpc(t, b, tok, fresh, list); code != 200 || !slices.Contains(listNames(t, res), "github__create_issue") {
+		t.Errorf("a session opened on a after Redis came back, on b: %d %v", code, listNames(t, res))
+	}
+}
