@@ -250,3 +250,104 @@ func TestRedisDownAndBack(t *testing.T) {
 		t.Errorf("a session opened on a after Redis came back, on b: %d %v", code, listNames(t, res))
 	}
 }
+
+// TestReplicasBehindHAProxy (issue 35): three replicas on one Redis behind HAProxy run
+// with deploy/haproxy.cfg as it is; 50 sessions of the official TypeScript client each
+// unlock their own tools; one replica is killed with SIGKILL; every session then lists the
+// same tools as before and calls one it unlocked (a request retried once at most, as a
+// client does), and none lists another's.
+func TestReplicasBehindHAProxy(t *testing.T) {
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Fatal("haproxy not found: install Debian's haproxy package (scripts/deps.sh does)")
+	}
+	redisURL, _, _ := redisServer(t)
+	const tok = "replica-token-0123456789"
+	cfg := config(t, fmt.Sprintf("auth: {tokens: [%q]}\nstate: {redis: {url: %q}}\nmcpServers:%s", tok, redisURL, githubFixture(t, "")))
+	var urls []string
+	var procs []*exec.Cmd
+	var logs []func() string
+	for range 3 {
+		u, p, l := replica(t, cfg)
+		urls, procs, logs = append(urls, strings.TrimPrefix(u, "http://")), append(procs, p), append(logs, l)
+	}
+	front := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	hap := exec.Command(haproxy, "-db", "-f", "../deploy/haproxy.cfg")
+	hap.Env = append(isolatedEnv(t), "TOOLSIFT_FRONT="+front, "TOOLSIFT_1="+urls[0], "TOOLSIFT_2="+urls[1], "TOOLSIFT_3="+urls[2],
+		"TOOLSIFT_HAPROXY_SOCKET="+t.TempDir()+"/haproxy.sock")
+	var hapLog bytes.Buffer
+	hap.Stdout, hap.Stderr = &hapLog, &hapLog
+	if err := hap.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		hap.Process.Kill()
+		hap.Wait()
+		if t.Failed() {
+			t.Logf("haproxy:\n%s", hapLog.String())
+		}
+	})
+	eventually(t, 20*time.Second, "haproxy ready", func() bool {
+		resp, err := http.Get("http://" + front + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+
+	node := exec.Command("node", "tsreplicas.mjs", "http://"+front+"/mcp", tok, "50")
+	stdin, _ := node.StdinPipe()
+	stdout, _ := node.StdoutPipe()
+	var nodeErr bytes.Buffer
+	node.Stderr = &nodeErr
+	if err := node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Process.Kill(); node.Wait() })
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(nil, 16<<20)
+	var ready struct{ Sessions [][]string }
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &ready) != nil || len(ready.Sessions) != 50 {
+		t.Fatalf("the sessions did not open: %s\n%s", lines.Text(), nodeErr.String())
+	}
+
+	procs[1].Process.Kill()
+	procs[1].Wait()
+	fmt.Fprintln(stdin)
+	var after struct {
+		Sessions []struct {
+			Before, After []string
+			Called        bool
+			Error         string
+		}
+	}
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &after) != nil {
+		t.Fatalf("no results after the kill: %s\n%s", lines.Text(), nodeErr.String())
+	}
+	for i, s := range after.Sessions {
+		switch {
+		case s.Error != "":
+			t.Errorf("session %d after the kill: %s", i, s.Error)
+		case !slices.Equal(s.After, s.Before):
+			t.Errorf("session %d lists %v after the kill, %v before", i, s.After, s.Before)
+		case !s.Called:
+			t.Errorf("session %d could not call the tool it unlocked", i)
+		}
+	}
+	// The killed replica's sessions went on elsewhere, from the shared state.
+	if restored := strings.Count(logs[0](), "session restored from the shared state") + strings.Count(logs[2](), "session restored from the shared state"); restored == 0 {
+		t.Errorf("no session moved to another replica: was any on the one killed?")
+	}
+	// No session lists another's tools: each unlocked at most the two its search found.
+	for i, list := range ready.Sessions {
+		n := 0
+		for _, name := range list {
+			if strings.HasPrefix(name, "github__") {
+				n++
+			}
+		}
+		if n == 0 || n > 2 {
+			t.Errorf("session %d lists %d tools unlocked, its search found at most 2: %v", i, n, list)
+		}
+	}
+}
