@@ -103,10 +103,33 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		defer auditLog.Close()
 	}
 	// The proxy is built on the pool, then the pool starts reporting to it.
+	// Replicas share their sessions through Redis; without it, nothing is shared.
+	var shared *state.Redis
+	if url := cfg.State.RedisURL; addr != "" && url != "" {
+		if shared, err = state.Open(ctx, url, cmp.Or(cfg.HTTP.SessionIdleTimeout, 30*time.Minute)); err != nil {
+			return fmt.Errorf("%s: %w", cfg.File, err)
+		}
+		defer shared.Close()
+		if err := shared.Healthy(ctx); err != nil {
+			log.Warn("shared state not reachable: serving this replica's sessions from memory until it is", "error", err)
+		}
+	}
 	// A team's service (people sign in at its identity provider) signs each of them in to
 	// the OAuth servers for themselves.
 	team := addr != "" && cfg.HTTP.OIDC != nil
 	toks := tokens()
+	if shared != nil && team && toks != nil {
+		// Every replica acts as each person with the same grant: kept in Redis, sealed.
+		key, err := state.ParseKey(os.Getenv(state.KeyEnv))
+		if err != nil {
+			return fmt.Errorf("%s: state.redis with auth.oidc keeps people's sign-ins in Redis, sealed: %w", cfg.File, err)
+		}
+		grants, err := shared.Grants(key)
+		if err != nil {
+			return err
+		}
+		toks.Store, toks.Lock = grants, shared.Lock
+	}
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), Tokens: toks, PerUser: team})
 	defer pool.Close()
 	emb := newEmbeddings(cfg, log, false)
@@ -133,17 +156,6 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			defer cancel()
 			_ = shutdown(sctx) // the spans left are sent, or given up on
 		}()
-	}
-	// Replicas share their sessions through Redis; without it, nothing is shared.
-	var shared *state.Redis
-	if url := cfg.State.RedisURL; addr != "" && url != "" {
-		if shared, err = state.Open(ctx, url, cmp.Or(cfg.HTTP.SessionIdleTimeout, 30*time.Minute)); err != nil {
-			return fmt.Errorf("%s: %w", cfg.File, err)
-		}
-		defer shared.Close()
-		if err := shared.Healthy(ctx); err != nil {
-			log.Warn("shared state not reachable: serving this replica's sessions from memory until it is", "error", err)
-		}
 	}
 	var metrics *telemetry.Metrics
 	if addr != "" {

@@ -61,6 +61,9 @@ type Tokens struct {
 	HTTP *http.Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Lock, if set, takes a grant's refresh lock instead of the OS file lock under Dir:
+	// replicas of a service share their grants, and must share its lock too.
+	Lock func(ctx context.Context, key string) (func(), error)
 
 	mu      sync.Mutex // guards sources
 	sources map[string]*Source
@@ -419,6 +422,9 @@ func (s *Source) Failed() {
 // lock takes the grant's refresh lock, shared by every toolsift process: an OS lock, so a
 // process killed mid-refresh leaves nothing that holds the next one up.
 func (s *Source) lock(ctx context.Context) (func(), error) {
+	if s.tokens.Lock != nil {
+		return s.tokens.Lock(ctx, s.key)
+	}
 	release, err := filelock.Acquire(ctx, filepath.Join(s.tokens.Dir, s.key+".lock"))
 	if err != nil {
 		return nil, fmt.Errorf("waiting for another toolsift's refresh of %q: %w", s.server, err)
