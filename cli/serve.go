@@ -118,6 +118,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	// the OAuth servers for themselves.
 	team := addr != "" && cfg.HTTP.OIDC != nil
 	toks := tokens()
+	var pending signin.Pending // sign-ins under way: in memory without shared state
 	if shared != nil && team && toks != nil {
 		// Every replica acts as each person with the same grant: kept in Redis, sealed.
 		key, err := state.ParseKey(os.Getenv(state.KeyEnv))
@@ -129,6 +130,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			return err
 		}
 		toks.Store, toks.Lock = grants, shared.Lock
+		pending = grants.Pending()
 	}
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), Tokens: toks, PerUser: team})
 	defer pool.Close()
@@ -140,7 +142,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	var pages *signin.Pages
 	if o := cfg.HTTP.OIDC; team && o.ClientID != "" && toks != nil {
 		pages = &signin.Pages{Tokens: toks, PublicURL: cfg.HTTP.PublicURL, ConfigFile: cfg.File, Logger: log.With("component", "sign-in"),
-			Identity: signin.Identity{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret}, Servers: map[string]config.Server{}}
+			Identity: signin.Identity{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret}, Servers: map[string]config.Server{},
+			Pending: pending}
 		for _, s := range cfg.Servers {
 			pages.Servers[s.Name] = s
 		}

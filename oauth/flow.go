@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -123,4 +124,37 @@ func (t *Tokens) Finish(ctx context.Context, f *Flow, q url.Values) (*Grant, err
 		return nil, fmt.Errorf("signing in to %s: %w", f.srv.Name, err)
 	}
 	return got, nil
+}
+
+// flowJSON is a Flow as MarshalJSON writes it: all but the server's configuration, which
+// holds its secrets, and of which only the name is kept (see Server and Restore).
+type flowJSON struct {
+	State, URL                   string
+	Server                       string
+	Metadata                     *Metadata
+	Client                       Client
+	Registered                   bool
+	Verifier, Scope, RedirectURI string
+}
+
+// MarshalJSON writes the flow for a replica that will finish it (a shared service keeps its
+// sign-ins under way in Redis, sealed): its verifier and client secret are in it.
+func (f *Flow) MarshalJSON() ([]byte, error) {
+	return json.Marshal(flowJSON{State: f.State, URL: f.URL, Server: f.srv.Name, Metadata: f.md, Client: f.client,
+		Registered: f.registered, Verifier: f.verifier, Scope: f.scope, RedirectURI: f.redirectURI})
+}
+
+// RestoreFlow reads a flow MarshalJSON wrote, for the server of that name, as configured:
+// srv(name) returns its configuration.
+func RestoreFlow(data []byte, srv func(name string) (config.Server, bool)) (*Flow, error) {
+	var j flowJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return nil, err
+	}
+	s, ok := srv(j.Server)
+	if !ok || j.Metadata == nil {
+		return nil, fmt.Errorf("no server %q to finish signing in to", j.Server)
+	}
+	return &Flow{State: j.State, URL: j.URL, srv: s, md: j.Metadata, client: j.Client, registered: j.Registered,
+		verifier: j.Verifier, scope: j.Scope, redirectURI: j.RedirectURI}, nil
 }

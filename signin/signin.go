@@ -11,7 +11,10 @@ package signin
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -38,17 +41,21 @@ const (
 // linkTTL is how long a sign-in link, and each step of its flow, may wait.
 const linkTTL = 10 * time.Minute
 
-// maxPending bounds the links and flows under way, per user and in all: each is made by a
-// signed-in user's call, and none must grow without bound.
-const (
-	maxPerUser = 20
-	maxPending = 10000
-)
-
 // Identity is toolsift's client at the team's identity provider, with which the pages
 // learn who opened a link.
 type Identity struct {
 	Issuer, ClientID, ClientSecret string
+}
+
+// Pending keeps the sign-ins under way: in memory (nil Pages.Pending), or where every
+// replica of a service reads them (state.Redis, sealed), so that a browser may open a link
+// on any replica and come back to another. A value lives at most its ttl.
+type Pending interface {
+	Put(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	Get(ctx context.Context, key string) ([]byte, bool, error)
+	// Take returns the value and deletes it: a state is good once.
+	Take(ctx context.Context, key string) ([]byte, bool, error)
+	Delete(ctx context.Context, key string) error
 }
 
 // Pages serves the sign-in pages. Its methods may be called concurrently.
@@ -67,26 +74,28 @@ type Pages struct {
 	// SignedIn, if set, is told of each sign-in saved: the user's key, the server, and the
 	// link's ID.
 	SignedIn func(user, server, id string)
+	// Pending keeps the sign-ins under way; nil means this process's memory.
+	Pending Pending
 
-	mu    sync.Mutex       // guards links and flows
-	links map[string]*link // by ID
-	flows map[string]*flow // by state
+	memOnce sync.Once
+	mem     *memory // Pending when it is nil
 }
 
-// link is a sign-in link: made for one user and one server.
+// link is a sign-in link: made for one user (identity.User's Key) and one server.
 type link struct {
-	id, user string // user is identity.User's Key
-	server   config.Server
-	made     time.Time
+	User   string `json:"user"`
+	Server string `json:"server"`
 }
 
-// flow is one step of a link's flow under way: identifying who opened it (oauth nil), or
-// the server's authorization (oauth set, the user identified).
+// flow is one step of a link's flow under way: identifying who opened it (OAuth empty),
+// or the server's authorization (OAuth set, the user identified).
 type flow struct {
-	link            *link
-	verifier, nonce string // of the identity step
-	oauth           *oauth.Flow
-	made            time.Time
+	Link     string          `json:"link"` // its ID
+	User     string          `json:"user"`
+	Server   string          `json:"server"`
+	Verifier string          `json:"verifier,omitempty"` // of the identity step
+	Nonce    string          `json:"nonce,omitempty"`
+	OAuth    json.RawMessage `json:"oauth,omitempty"` // an oauth.Flow
 }
 
 func (p *Pages) log() *slog.Logger {
@@ -103,54 +112,56 @@ func (p *Pages) http() *http.Client {
 	return &http.Client{Timeout: 30 * time.Second}
 }
 
-// ErrTooMany means a user has too many sign-ins under way.
+func (p *Pages) pending() Pending {
+	if p.Pending != nil {
+		return p.Pending
+	}
+	p.memOnce.Do(func() { p.mem = &memory{m: map[string]entry{}} })
+	return p.mem
+}
+
+// ErrTooMany means too many sign-ins are under way.
 var ErrTooMany = errors.New("too many sign-ins under way: finish or wait out one")
 
-// Link returns a sign-in link for u to sign in to server, and its ID. The link is worth
-// nothing to anyone else: the page asks the identity provider who opened it.
+// linkFor is the key of the link made for user to sign in to server.
+func linkFor(user, server string) string {
+	sum := sha256.Sum256([]byte(user + "\x00" + server))
+	return "linkfor:" + hex.EncodeToString(sum[:16])
+}
+
+// Link returns a sign-in link for u to sign in to server, and its ID: the one made before
+// while it lasts. The link is worth nothing to anyone else: the page asks the identity
+// provider who opened it.
 func (p *Pages) Link(u identity.User, server string) (url, id string, err error) {
-	srv, ok := p.Servers[server]
-	if !ok {
+	if _, ok := p.Servers[server]; !ok {
 		return "", "", fmt.Errorf("no server %q", server)
 	}
 	if u.Kind != identity.Person {
 		return "", "", errors.New("only a person signs in: a token acts as no one")
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.expireLocked(time.Now())
-	mine := 0
-	for _, l := range p.links {
-		if l.user == u.Key {
-			if l.server.Name == server {
-				return p.PublicURL + ConnectPath + l.id, l.id, nil // the one sent before
-			}
-			mine++
+	ctx := context.Background()
+	st := p.pending()
+	if prev, ok, _ := st.Get(ctx, linkFor(u.Key, server)); ok {
+		if _, ok, _ := st.Get(ctx, "link:"+string(prev)); ok {
+			return p.PublicURL + ConnectPath + string(prev), string(prev), nil
 		}
 	}
-	if mine >= maxPerUser || len(p.links)+len(p.flows) >= maxPending {
-		return "", "", ErrTooMany
+	id = random()
+	data, _ := json.Marshal(link{User: u.Key, Server: server})
+	if err := st.Put(ctx, "link:"+id, data, linkTTL); err != nil {
+		return "", "", err
 	}
-	if p.links == nil {
-		p.links, p.flows = map[string]*link{}, map[string]*flow{}
+	if err := st.Put(ctx, linkFor(u.Key, server), []byte(id), linkTTL); err != nil {
+		return "", "", err
 	}
-	l := &link{id: random(), user: u.Key, server: srv, made: time.Now()}
-	p.links[l.id] = l
-	return p.PublicURL + ConnectPath + l.id, l.id, nil
+	return p.PublicURL + ConnectPath + id, id, nil
 }
 
-// expireLocked forgets the links and flows older than linkTTL. p.mu must be held.
-func (p *Pages) expireLocked(now time.Time) {
-	for id, l := range p.links {
-		if now.Sub(l.made) > linkTTL {
-			delete(p.links, id)
-		}
-	}
-	for st, f := range p.flows {
-		if now.Sub(f.made) > linkTTL {
-			delete(p.flows, st)
-		}
-	}
+// spend ends a link: it signs nobody in from now on.
+func (p *Pages) spend(ctx context.Context, id string, l link) {
+	st := p.pending()
+	_ = st.Delete(ctx, "link:"+id)
+	_ = st.Delete(ctx, linkFor(l.User, l.Server))
 }
 
 func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -176,26 +187,36 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // connect opens a link: the browser goes to the identity provider first.
 func (p *Pages) connect(w http.ResponseWriter, r *http.Request, id string) {
-	p.mu.Lock()
-	p.expireLocked(time.Now())
-	l, ok := p.links[id]
-	p.mu.Unlock()
-	if !ok {
+	ctx := r.Context()
+	data, ok, err := p.pending().Get(ctx, "link:"+id)
+	var l link
+	if err != nil || !ok || json.Unmarshal(data, &l) != nil {
 		page(w, http.StatusNotFound, "This sign-in link has expired or was used. Call the tool again for a new one.")
 		return
 	}
-	cfg, _, err := p.identity(r.Context())
+	cfg, _, err := p.identity(ctx)
 	if err != nil {
 		p.log().Error("sign-in: the identity provider is not reachable", "error", err)
 		page(w, http.StatusBadGateway, "The identity provider cannot be reached; try again in a minute.")
 		return
 	}
-	f := &flow{link: l, verifier: oauth2.GenerateVerifier(), nonce: random(), made: time.Now()}
+	f := flow{Link: id, User: l.User, Server: l.Server, Verifier: oauth2.GenerateVerifier(), Nonce: random()}
 	state := random()
-	p.mu.Lock()
-	p.flows[state] = f
-	p.mu.Unlock()
-	http.Redirect(w, r, cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(f.verifier), oidc.Nonce(f.nonce)), http.StatusFound)
+	if !p.putFlow(ctx, w, state, f) {
+		return
+	}
+	http.Redirect(w, r, cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(f.Verifier), oidc.Nonce(f.Nonce)), http.StatusFound)
+}
+
+// putFlow keeps f under state; it answers the page itself when it cannot.
+func (p *Pages) putFlow(ctx context.Context, w http.ResponseWriter, state string, f flow) bool {
+	data, _ := json.Marshal(f)
+	if err := p.pending().Put(ctx, "flow:"+state, data, linkTTL); err != nil {
+		p.log().Warn("sign-in not kept", "error", err)
+		page(w, http.StatusServiceUnavailable, "toolsift cannot keep this sign-in now; try again in a minute.")
+		return false
+	}
+	return true
 }
 
 // identity returns toolsift's OAuth client at the identity provider, and the verifier of
@@ -214,42 +235,43 @@ func (p *Pages) identity(ctx context.Context) (*oauth2.Config, *oidc.IDTokenVeri
 // callback takes an answer: of the identity provider (who opened the link) or of the
 // server's authorization server (the user's grant).
 func (p *Pages) callback(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
 	q := r.URL.Query()
-	p.mu.Lock()
-	f, ok := p.flows[q.Get("state")]
-	delete(p.flows, q.Get("state")) // a state is good once
-	p.mu.Unlock()
-	if !ok || time.Since(f.made) > linkTTL {
+	data, ok, err := p.pending().Take(ctx, "flow:"+q.Get("state")) // a state is good once
+	var f flow
+	if err != nil || !ok || json.Unmarshal(data, &f) != nil {
 		page(w, http.StatusBadRequest, "This sign-in is not one toolsift is waiting for (expired, or already finished). Call the tool again for a new link.")
 		return
 	}
-	if f.oauth == nil {
+	if len(f.OAuth) == 0 {
 		p.identified(w, r, f)
 		return
 	}
-	name := f.link.server.Name
-	g, err := p.Tokens.Finish(r.Context(), f.oauth, q)
+	name := f.Server
+	next, err := oauth.RestoreFlow(f.OAuth, func(name string) (config.Server, bool) { s, ok := p.Servers[name]; return s, ok })
+	var g *oauth.Grant
 	if err == nil {
-		err = p.Tokens.Store.Save(r.Context(), oauth.UserKey(f.link.user, f.link.server.URL), g)
+		g, err = p.Tokens.Finish(ctx, next, q)
+	}
+	if err == nil {
+		err = p.Tokens.Store.Save(ctx, oauth.UserKey(f.User, next.Server().URL), g)
 	}
 	if err != nil {
 		p.log().Warn("sign-in failed", "upstream", name, "error", err)
 		page(w, http.StatusBadGateway, "The sign-in to "+name+" did not go through. Call the tool again for a new link.")
 		return
 	}
-	p.mu.Lock()
-	delete(p.links, f.link.id)
-	p.mu.Unlock()
+	p.spend(ctx, f.Link, link{User: f.User, Server: f.Server})
 	p.log().Info("signed in", "upstream", name)
 	if p.SignedIn != nil {
-		p.SignedIn(f.link.user, name, f.link.id)
+		p.SignedIn(f.User, name, f.Link)
 	}
 	page(w, http.StatusOK, "Signed in to "+name+". You can close this tab and go back to your client.")
 }
 
 // identified checks who the identity provider says opened the link: the user it was made
 // for, or nobody is signed in; then sends the browser on to the server's sign-in.
-func (p *Pages) identified(w http.ResponseWriter, r *http.Request, f *flow) {
+func (p *Pages) identified(w http.ResponseWriter, r *http.Request, f flow) {
 	ctx := r.Context()
 	cfg, verifier, err := p.identity(ctx)
 	if err != nil {
@@ -260,12 +282,12 @@ func (p *Pages) identified(w http.ResponseWriter, r *http.Request, f *flow) {
 		page(w, http.StatusForbidden, "The identity provider did not sign you in. Call the tool again for a new link.")
 		return
 	}
-	tok, err := cfg.Exchange(oidc.ClientContext(ctx, p.http()), r.URL.Query().Get("code"), oauth2.VerifierOption(f.verifier))
+	tok, err := cfg.Exchange(oidc.ClientContext(ctx, p.http()), r.URL.Query().Get("code"), oauth2.VerifierOption(f.Verifier))
 	var user string
 	if err == nil {
 		raw, _ := tok.Extra("id_token").(string)
 		var id *oidc.IDToken
-		if id, err = verifier.Verify(ctx, raw); err == nil && id.Nonce != f.nonce {
+		if id, err = verifier.Verify(ctx, raw); err == nil && id.Nonce != f.Nonce {
 			err = errors.New("the ID token's nonce is not this sign-in's")
 		} else if err == nil {
 			user = id.Issuer + " " + id.Subject
@@ -276,26 +298,36 @@ func (p *Pages) identified(w http.ResponseWriter, r *http.Request, f *flow) {
 		page(w, http.StatusForbidden, "toolsift could not learn who you are from the identity provider. Call the tool again for a new link.")
 		return
 	}
-	if user != f.link.user {
+	l := link{User: f.User, Server: f.Server}
+	if _, ok, _ := p.pending().Get(ctx, "link:"+f.Link); !ok {
+		page(w, http.StatusNotFound, "This sign-in link has expired or was used. Call the tool again for a new one.")
+		return
+	}
+	if user != f.User {
 		// The link was made for someone else: whoever sent it wanted this browser's user
 		// to sign in to the server on their behalf. Nothing is kept, and the link is spent.
-		p.mu.Lock()
-		delete(p.links, f.link.id)
-		p.mu.Unlock()
-		p.log().Warn("sign-in link opened by another user than it was made for: refused", "upstream", f.link.server.Name)
+		p.spend(ctx, f.Link, l)
+		p.log().Warn("sign-in link opened by another user than it was made for: refused", "upstream", f.Server)
 		page(w, http.StatusForbidden, "This sign-in link was made for another person. Nothing was signed in. If you did not expect it, tell whoever sent it to you to your administrator.")
 		return
 	}
-	// Asked: a link is made for a call the server refused.
-	next, err := p.Tokens.Begin(ctx, f.link.server, p.ConfigFile, nil, p.PublicURL+CallbackPath, true)
-	if err != nil {
-		p.log().Warn("sign-in: the server's sign-in cannot begin", "upstream", f.link.server.Name, "error", err)
-		page(w, http.StatusBadGateway, "The sign-in to "+f.link.server.Name+" cannot begin now; try again later.")
+	srv, ok := p.Servers[f.Server]
+	if !ok {
+		page(w, http.StatusNotFound, "This server is no longer configured.")
 		return
 	}
-	p.mu.Lock()
-	p.flows[next.State] = &flow{link: f.link, oauth: next, made: time.Now()}
-	p.mu.Unlock()
+	// Asked: a link is made for a call the server refused.
+	next, err := p.Tokens.Begin(ctx, srv, p.ConfigFile, nil, p.PublicURL+CallbackPath, true)
+	if err != nil {
+		p.log().Warn("sign-in: the server's sign-in cannot begin", "upstream", f.Server, "error", err)
+		page(w, http.StatusBadGateway, "The sign-in to "+f.Server+" cannot begin now; try again later.")
+		return
+	}
+	f.OAuth, _ = json.Marshal(next)
+	f.Verifier, f.Nonce = "", ""
+	if !p.putFlow(ctx, w, next.State, f) {
+		return
+	}
 	http.Redirect(w, r, next.URL, http.StatusFound)
 }
 
@@ -311,4 +343,60 @@ func random() string {
 	b := make([]byte, 32)
 	rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// maxPending bounds the sign-ins under way kept in memory: each is made by a signed-in
+// user's call, and none must grow without bound.
+const maxPending = 10000
+
+// memory is Pending in this process's memory.
+type memory struct {
+	mu sync.Mutex // guards m
+	m  map[string]entry
+}
+
+type entry struct {
+	value   []byte
+	expires time.Time
+}
+
+func (m *memory) Put(_ context.Context, key string, value []byte, ttl time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	for k, e := range m.m {
+		if now.After(e.expires) {
+			delete(m.m, k)
+		}
+	}
+	if len(m.m) >= maxPending {
+		return ErrTooMany
+	}
+	m.m[key] = entry{value: value, expires: now.Add(ttl)}
+	return nil
+}
+
+func (m *memory) Get(_ context.Context, key string) ([]byte, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[key]
+	if !ok || time.Now().After(e.expires) {
+		return nil, false, nil
+	}
+	return e.value, true, nil
+}
+
+func (m *memory) Take(ctx context.Context, key string) ([]byte, bool, error) {
+	v, ok, err := m.Get(ctx, key)
+	m.mu.Lock()
+	delete(m.m, key)
+	m.mu.Unlock()
+	return v, ok, err
+}
+
+func (m *memory) Delete(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.m, key)
+	return nil
 }

@@ -151,3 +151,60 @@ func (r *Redis) Lock(ctx context.Context, key string) (func(), error) {
 }
 
 var unlock = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
+
+// Pending keeps a service's sign-ins under way (links and their flows: signin.Pending),
+// sealed like the grants, so that a browser may open a link on one replica and come back to
+// another.
+type Pending struct{ g *Grants }
+
+// Pending returns the store of sign-ins under way, sealed as g's grants.
+func (g *Grants) Pending() *Pending { return &Pending{g: g} }
+
+func pendingKey(key string) string { return "toolsift:signin:" + key }
+
+func (p *Pending) Put(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	nonce := make([]byte, p.g.aead.NonceSize())
+	rand.Read(nonce)
+	sealed := p.g.aead.Seal(nonce, nonce, value, []byte(key))
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return p.g.r.note(p.g.r.c.Set(ctx, pendingKey(key), sealed, ttl).Err())
+}
+
+func (p *Pending) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	sealed, err := p.g.r.c.Get(ctx, pendingKey(key)).Bytes()
+	return p.unseal(key, sealed, err)
+}
+
+func (p *Pending) Take(ctx context.Context, key string) ([]byte, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	sealed, err := p.g.r.c.GetDel(ctx, pendingKey(key)).Bytes()
+	return p.unseal(key, sealed, err)
+}
+
+func (p *Pending) Delete(ctx context.Context, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return p.g.r.note(p.g.r.c.Del(ctx, pendingKey(key)).Err())
+}
+
+func (p *Pending) unseal(key string, sealed []byte, err error) ([]byte, bool, error) {
+	if errors.Is(err, redis.Nil) {
+		return nil, false, p.g.r.note(nil)
+	}
+	if err := p.g.r.note(err); err != nil {
+		return nil, false, err
+	}
+	n := p.g.aead.NonceSize()
+	if len(sealed) < n {
+		return nil, false, errors.New("a sign-in under way in the shared state is damaged")
+	}
+	plain, err := p.g.aead.Open(nil, sealed[:n], sealed[n:], []byte(key))
+	if err != nil {
+		return nil, false, fmt.Errorf("a sign-in under way does not open with %s: %w", KeyEnv, err)
+	}
+	return plain, true, nil
+}
