@@ -107,6 +107,7 @@ func (u *benchUpstreams) Call(context.Context, string, json.RawMessage, any, fun
 	return json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`), nil
 }
 func (u *benchUpstreams) NeedsSignIn(context.Context, identity.User, string) bool { return false }
+func (u *benchUpstreams) Learn(context.Context, identity.User, string) error      { return nil }
 func (u *benchUpstreams) Request(context.Context, string, string, any) (json.RawMessage, error) {
 	return nil, &upstream.RPCError{Code: -32601, Message: "method not found"}
 }

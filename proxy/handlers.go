@@ -94,6 +94,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	defer span.End()
 	sess := s.sessionFrom(ctx)
 	unlocks := !stable(ctx) && !s.fitsAll(s.view())
+	s.learnAll(ctx, sess)
 	find := finder.Request{Query: q, Text: *args.Query, Limit: limit, Admits: sess.admits()}
 	if unlocks {
 		find.MaxGroup = s.opts.MaxUnlocked
@@ -214,10 +215,17 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		cat = s.ups.Catalog()
 		t, ok = cat.Lookup(args.Name)
 	}
-	if server, known := s.ups.ServerOf(args.Name); !ok && known && s.mayKnow(sess, server) && s.ups.NeedsSignIn(ctx, sess.who(), server) {
-		// A server signed in to per user may have no known tools until someone signs in.
-		rec.Outcome, rec.Server = audit.SignIn, server
-		return s.signInResult(ctx, sess, server), nil
+	if server, known := s.ups.ServerOf(args.Name); !ok && known && s.mayKnow(sess, server) {
+		// A server signed in to per user may have no known tools until someone signs in:
+		// the caller is to sign in, or, signed in, has them learned.
+		if s.ups.NeedsSignIn(ctx, sess.who(), server) {
+			rec.Outcome, rec.Server = audit.SignIn, server
+			return s.signInResult(ctx, sess, server), nil
+		}
+		if s.learn(ctx, sess, server) {
+			cat = s.ups.Catalog()
+			t, ok = cat.Lookup(args.Name)
+		}
 	}
 	if !ok || !t.Admits(sess.who()) {
 		rec.Outcome = audit.Unknown

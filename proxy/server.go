@@ -37,6 +37,9 @@ type Upstreams interface {
 	// NeedsSignIn reports whether u must sign in to the named server for themselves before
 	// calling it.
 	NeedsSignIn(ctx context.Context, u identity.User, server string) bool
+	// Learn connects u to the named server, signed in to per user, so that its tools are
+	// known.
+	Learn(ctx context.Context, u identity.User, server string) error
 }
 
 var _ Upstreams = (*upstream.Pool)(nil)

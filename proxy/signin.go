@@ -117,3 +117,33 @@ func (s *Server) mayKnow(sess *session, server string) bool {
 func (s *Server) asOwner(ctx context.Context) context.Context {
 	return identity.NewContext(ctx, s.sessionFrom(ctx).who())
 }
+
+// learn has the tools of server, signed in to per user and with none known here, learned
+// through the session's user's own sign-in (another replica may have learned them, or the
+// user signed in there); it reports whether the catalog may have changed.
+func (s *Server) learn(ctx context.Context, sess *session, server string) bool {
+	for _, st := range s.ups.Statuses() {
+		if st.Name == server && st.PerUser && st.Tools == 0 {
+			if err := s.ups.Learn(s.asOwner(ctx), sess.who(), server); err != nil {
+				s.log.Debug("upstream tools not learned", "upstream", server, "error", err)
+				return false
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// learnAll learns, before a search, the tools of every server signed in to per user that
+// has none known here and that the session's user has signed in to.
+func (s *Server) learnAll(ctx context.Context, sess *session) {
+	u := sess.who()
+	if u.Kind != identity.Person {
+		return
+	}
+	for _, st := range s.ups.Statuses() {
+		if st.PerUser && st.Tools == 0 && st.Admits(u) && !s.ups.NeedsSignIn(ctx, u, st.Name) {
+			s.learn(ctx, sess, st.Name)
+		}
+	}
+}

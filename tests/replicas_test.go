@@ -3,6 +3,8 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -13,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/toolsift/toolsift/internal/mcptest"
 )
@@ -49,12 +53,13 @@ func redisServer(t *testing.T) (url string, stop, start func()) {
 	return fmt.Sprintf("redis://127.0.0.1:%d/0", port), stop, start
 }
 
-// replica runs toolsift --listen on cfg and returns its base URL and its process.
-func replica(t *testing.T, cfg string) (string, *exec.Cmd, func() string) {
+// replica runs toolsift --listen on cfg and returns its base URL and its process; env is
+// added to its environment.
+func replica(t *testing.T, cfg string, env ...string) (string, *exec.Cmd, func() string) {
 	t.Helper()
 	cmd := exec.Command(bin, "--config", cfg, "--listen", "127.0.0.1:0", "--log-level", "debug")
 	stderr := &mcptest.Buffer{}
-	cmd.Stderr, cmd.Env = stderr, isolatedEnv(t)
+	cmd.Stderr, cmd.Env = stderr, append(isolatedEnv(t), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -272,28 +277,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 		urls, procs, logs = append(urls, strings.TrimPrefix(u, "http://")), append(procs, p), append(logs, l)
 	}
 	front := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	hap := exec.Command(haproxy, "-db", "-f", "../deploy/haproxy.cfg")
-	hap.Env = append(isolatedEnv(t), "TOOLSIFT_FRONT="+front, "TOOLSIFT_1="+urls[0], "TOOLSIFT_2="+urls[1], "TOOLSIFT_3="+urls[2],
-		"TOOLSIFT_HAPROXY_SOCKET="+t.TempDir()+"/haproxy.sock")
-	var hapLog bytes.Buffer
-	hap.Stdout, hap.Stderr = &hapLog, &hapLog
-	if err := hap.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		hap.Process.Kill()
-		hap.Wait()
-		if t.Failed() {
-			t.Logf("haproxy:\n%s", hapLog.String())
-		}
-	})
-	eventually(t, 20*time.Second, "haproxy ready", func() bool {
-		resp, err := http.Get("http://" + front + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == 200
-	})
+	haproxyFront(t, haproxy, front, urls)
 
 	node := exec.Command("node", "tsreplicas.mjs", "http://"+front+"/mcp", tok, "50")
 	stdin, _ := node.StdinPipe()
@@ -348,6 +332,125 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 		}
 		if n == 0 || n > 2 {
 			t.Errorf("session %d lists %d tools unlocked, its search found at most 2: %v", i, n, list)
+		}
+	}
+}
+
+// haproxyFront runs deploy/haproxy.cfg as it is, at front, before the three replicas at
+// urls (host:port), until the test ends.
+func haproxyFront(t *testing.T, haproxy, front string, urls []string) {
+	hap := exec.Command(haproxy, "-db", "-f", "../deploy/haproxy.cfg")
+	hap.Env = append(isolatedEnv(t), "TOOLSIFT_FRONT="+front, "TOOLSIFT_1="+urls[0], "TOOLSIFT_2="+urls[1], "TOOLSIFT_3="+urls[2],
+		"TOOLSIFT_HAPROXY_SOCKET="+t.TempDir()+"/haproxy.sock")
+	var hapLog bytes.Buffer
+	hap.Stdout, hap.Stderr = &hapLog, &hapLog
+	if err := hap.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		hap.Process.Kill()
+		hap.Wait()
+		if t.Failed() {
+			t.Logf("haproxy:\n%s", hapLog.String())
+		}
+	})
+	eventually(t, 20*time.Second, "haproxy ready", func() bool {
+		resp, err := http.Get("http://" + front + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+}
+
+// TestTeamOnReplicas (issue 35): a team's service on three replicas behind HAProxy shares
+// each person's sign-ins: a person signs in through whichever replicas the browser reaches,
+// and every replica then acts as them; Redis holds no token in the clear; and a replica
+// refuses to start without the key that seals them.
+func TestTeamOnReplicas(t *testing.T) {
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Fatal("haproxy not found: install Debian's haproxy package (scripts/deps.sh does)")
+	}
+	redisURL, _, _ := redisServer(t)
+	d := newIDP(t)
+	jira := newJiraDouble(t, d, false)
+	front := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	base := "http://" + front
+	cfg := config(t, fmt.Sprintf("publicUrl: %s\nauth:\n  oidc:\n    issuer: %s\n    userClaim: email\n    clientId: toolsift\nstate: {redis: {url: %q}}\nmcpServers:\n  jira:\n    url: %s/mcp\n",
+		base, d.issuer(), redisURL, jira.srv.URL))
+
+	// Without the key, a replica says what to do and does not start.
+	out, err := exec.Command(bin, "--config", cfg, "--listen", "127.0.0.1:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "TOOLSIFT_STATE_KEY") || !strings.Contains(string(out), "openssl rand -base64 32") {
+		t.Errorf("a replica without TOOLSIFT_STATE_KEY: %v\n%s", err, out)
+	}
+
+	key := "TOOLSIFT_STATE_KEY=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	var urls []string
+	for range 3 {
+		u, _, _ := replica(t, cfg, key, "TOOLSIFT_TOKEN_STORE=file")
+		urls = append(urls, u)
+	}
+	hosts := make([]string, len(urls))
+	for i, u := range urls {
+		hosts[i] = strings.TrimPrefix(u, "http://")
+	}
+	haproxyFront(t, haproxy, front, hosts)
+
+	tok := d.token("ann", base+"/mcp")
+	ann := connectTeam(t, team{url: base}, tok, false)
+	text, isErr := ann.whoami(t)
+	link := linkPattern(base)(text)
+	if !isErr || link == "" {
+		t.Fatalf("ann's first call: %s", text)
+	}
+	if code, page := browse(t, link, "ann"); code != http.StatusOK {
+		t.Fatalf("ann signing in through the replicas: %d %s", code, page)
+	}
+	// Every replica acts as ann now, with the one grant.
+	code, session, _ := rpc(t, urls[0], tok, "", initBody)
+	if code != 200 {
+		t.Fatalf("initialize: %d", code)
+	}
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"jira__whoami","arguments":{}}}`
+	var last string
+	defer func() {
+		if t.Failed() {
+			t.Logf("the last answer: %s", last)
+		}
+	}()
+	for i, u := range urls {
+		eventually(t, 10*time.Second, fmt.Sprintf("replica %d acting as ann", i), func() bool {
+			_, _, res := rpc(t, u, tok, session, call)
+			last = string(res)
+			return strings.Contains(string(res), "sub-ann") && !strings.Contains(string(res), `"isError":true`)
+		})
+	}
+
+	// Redis holds the grants sealed: no token in the clear.
+	opts, _ := redis.ParseURL(redisURL)
+	rc := redis.NewClient(opts)
+	defer rc.Close()
+	ctx := context.Background()
+	keys, _ := rc.Keys(ctx, "*").Result()
+	var dump bytes.Buffer
+	for _, k := range keys {
+		switch rc.Type(ctx, k).Val() {
+		case "string":
+			dump.WriteString(rc.Get(ctx, k).Val())
+		case "hash":
+			for f, v := range rc.HGetAll(ctx, k).Val() {
+				dump.WriteString(f + v)
+			}
+		}
+	}
+	if !slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, "toolsift:grant:") }) {
+		t.Errorf("no grant in Redis: %v", keys)
+	}
+	for _, secret := range append(d.issuedTokens(), tok) {
+		if strings.Contains(dump.String(), secret) {
+			t.Fatalf("a token is in Redis in the clear")
 		}
 	}
 }
