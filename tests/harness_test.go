@@ -515,7 +515,7 @@ func (c *client) waitTool(name string) []Tool {
 }
 
 // eventually polls cond until it holds, failing the test after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {

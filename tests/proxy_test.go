@@ -23,7 +23,7 @@ const listChanged = "notifications/tools/list_changed"
 // tools the fixture adds (echo, fail, progress, hang, freeze, crash, retool).
 const githubTools, fixtureBuiltins = 26, 7
 
-func githubFixture(t *testing.T, extra string) string {
+func githubFixture(t testing.TB, extra string) string {
 	return fmt.Sprintf(`
   github:
     command: %q

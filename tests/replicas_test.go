@@ -24,7 +24,7 @@ import (
 // redisServer starts a redis-server on a free loopback port, for as long as the test runs,
 // and returns its URL, and functions that kill it and start it again on the same port
 // (empty: no data is saved).
-func redisServer(t *testing.T) (url string, stop, start func()) {
+func redisServer(t testing.TB) (url string, stop, start func()) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatal("redis-server not found: install Debian's redis-server package (scripts/deps.sh does)")
@@ -55,7 +55,7 @@ func redisServer(t *testing.T) (url string, stop, start func()) {
 
 // replica runs toolsift --listen on cfg and returns its base URL and its process; env is
 // added to its environment.
-func replica(t *testing.T, cfg string, env ...string) (string, *exec.Cmd, func() string) {
+func replica(t testing.TB, cfg string, env ...string) (string, *exec.Cmd, func() string) {
 	t.Helper()
 	cmd := exec.Command(bin, "--config", cfg, "--listen", "127.0.0.1:0", "--log-level", "debug")
 	stderr := &mcptest.Buffer{}
@@ -84,7 +84,7 @@ func replica(t *testing.T, cfg string, env ...string) (string, *exec.Cmd, func()
 // rpc posts one JSON-RPC message to url's /mcp as session (empty for none), with token,
 // and returns the status, the session the answer names, and the answer's result or error
 // (from a JSON or an event-stream answer).
-func rpc(t *testing.T, url, token, session, body string) (int, string, json.RawMessage) {
+func rpc(t testing.TB, url, token, session, body string) (int, string, json.RawMessage) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -122,7 +122,7 @@ func rpc(t *testing.T, url, token, session, body string) (int, string, json.RawM
 	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), answer
 }
 
-func listNames(t *testing.T, raw json.RawMessage) []string {
+func listNames(t testing.TB, raw json.RawMessage) []string {
 	var res struct {
 		Tools []struct{ Name string } `json:"tools"`
 	}

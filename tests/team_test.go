@@ -17,7 +17,7 @@ import (
 
 // freePort returns a loopback port nothing listens on, for a service whose public URL must
 // be written in its config before it starts.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
