@@ -226,7 +226,7 @@ func TestRedisDownAndBack(t *testing.T) {
 		t.Errorf("with Redis down, b serves its session: %d %v", code, listNames(t, res))
 	}
 	resp, body := do(t, http.MethodGet, b+"/readyz", map[string]string{"Authorization": "Bearer " + tok}, "")
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"shared":"unreachable`) {
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"sharedState":"unreachable`) {
 		t.Errorf("/readyz with Redis down: %d %s", resp.StatusCode, body)
 	}
 	st := exec.Command(bin, "status", "--config", cfg, "--wait", "5s")
@@ -239,7 +239,7 @@ func TestRedisDownAndBack(t *testing.T) {
 	start()
 	eventually(t, 10*time.Second, "/readyz saying the shared state is back", func() bool {
 		_, body := do(t, http.MethodGet, b+"/readyz", nil, "")
-		return strings.Contains(string(body), `"shared":"ok"`)
+		return strings.Contains(string(body), `"sharedState":"ok"`)
 	})
 	for _, url := range []string{a, b} {
 		code, _, res := rpc(t, url, tok, session, list)

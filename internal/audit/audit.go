@@ -27,7 +27,7 @@ const (
 type Record struct {
 	Time time.Time `json:"time"`
 	// User names the caller (the identity provider's user claim, or a named token's name);
-	// Auth says how they proved it: person, token, shared (a config token) or local.
+	// Auth says how they proved it: person, token, config (a token of auth.tokens) or local.
 	User string `json:"user,omitempty"`
 	Auth string `json:"auth"`
 	// Client is the name the client gave at initialize.

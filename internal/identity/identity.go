@@ -25,11 +25,11 @@ const (
 	Machine
 )
 
-// String names the kind as logs do: local, shared, person or token.
+// String names the kind as logs do: local, config (a config token), person or token.
 func (k Kind) String() string {
 	switch k {
 	case Shared:
-		return "shared"
+		return "config"
 	case Person:
 		return "person"
 	case Machine:
