@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -15,6 +16,9 @@ func (s *Server) getPrompt(p upstream.Prompt) server.PromptHandlerFunc {
 		params := map[string]any{"name": p.Name}
 		if req.Params.Arguments != nil {
 			params["arguments"] = req.Params.Arguments
+		}
+		if !s.serverAdmits(s.sessionFrom(ctx).who(), p.Server) {
+			return nil, fmt.Errorf("prompt %q not found", req.Params.Name)
 		}
 		raw, err := s.ups.Request(s.asOwner(ctx), p.Server, "prompts/get", params)
 		if err != nil {

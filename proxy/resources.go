@@ -13,6 +13,9 @@ import (
 // readResource forwards resources/read to the server that listed the resource or template.
 func (s *Server) readResource(serverName string) server.ResourceHandlerFunc {
 	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		if !s.serverAdmits(s.sessionFrom(ctx).who(), serverName) {
+			return nil, fmt.Errorf("resource %q not found", req.Params.URI)
+		}
 		raw, err := s.ups.Request(s.asOwner(ctx), serverName, "resources/read", map[string]any{"uri": req.Params.URI})
 		if err != nil {
 			return nil, err

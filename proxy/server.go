@@ -213,6 +213,9 @@ func New(ups Upstreams, opts Options) *Server {
 	})
 	hooks.AddAfterInitialize(s.afterInitialize)
 	hooks.AddAfterListTools(s.afterListTools)
+	hooks.AddAfterListPrompts(s.afterListPrompts)
+	hooks.AddAfterListResources(s.afterListResources)
+	hooks.AddAfterListResourceTemplates(s.afterListResourceTemplates)
 	// Prompts and resources are registered when the catalog changes; these catch a request
 	// that arrives before that news.
 	hooks.AddBeforeListPrompts(func(context.Context, any, *mcp.ListPromptsRequest) { s.syncPromptsAndResources() })

@@ -172,3 +172,59 @@ func TestAccessRules(t *testing.T) {
 		}
 	}
 }
+
+// TestAccessCoversPromptsAndResources (issue 34): a server's access covers its prompts,
+// resources and resource templates: a caller it does not admit lists none of them and
+// cannot get or read them.
+func TestAccessCoversPromptsAndResources(t *testing.T) {
+	d := newIDP(t)
+	d.groups["ann"] = []string{"eng"}
+	tm := serveTeam(t, d, "", fmt.Sprintf(`
+  conf:
+    command: %q
+    args: ["--builtins=false", "--conformance"]
+    access: { groups: [eng] }
+`, fixtureBin))
+	ann := connectHTTP(t, tm.url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + d.token("ann", tm.url+"/mcp")}))
+	bob := connectHTTP(t, tm.url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + d.token("bob", tm.url+"/mcp")}))
+	ctx := context.Background()
+	lists := func(c *httpSession) (prompts []mcp.Prompt, resources []mcp.Resource, templates []mcp.ResourceTemplate) {
+		if res, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{}); err == nil {
+			prompts = res.Prompts
+		}
+		if res, err := c.ListResources(ctx, mcp.ListResourcesRequest{}); err == nil {
+			resources = res.Resources
+		}
+		if res, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{}); err == nil {
+			templates = res.ResourceTemplates
+		}
+		return
+	}
+	var ap []mcp.Prompt
+	var ar []mcp.Resource
+	var at []mcp.ResourceTemplate
+	eventually(t, 10*time.Second, "ann listing conf's prompts, resources and templates", func() bool {
+		ap, ar, at = lists(ann)
+		return len(ap) > 0 && len(ar) > 0 && len(at) > 0
+	})
+	bp, br, bt := lists(bob)
+	if len(bp)+len(br)+len(bt) > 0 {
+		t.Errorf("bob lists %d prompts, %d resources, %d templates of a server he may not use", len(bp), len(br), len(bt))
+	}
+	get := mcp.GetPromptRequest{}
+	get.Params.Name = ap[0].Name
+	if _, err := bob.GetPrompt(ctx, get); err == nil {
+		t.Errorf("bob got prompt %s", ap[0].Name)
+	}
+	if _, err := ann.GetPrompt(ctx, get); err != nil {
+		t.Errorf("ann could not get prompt %s: %v", ap[0].Name, err)
+	}
+	read := mcp.ReadResourceRequest{}
+	read.Params.URI = ar[0].URI
+	if _, err := bob.ReadResource(ctx, read); err == nil {
+		t.Errorf("bob read resource %s", ar[0].URI)
+	}
+	if _, err := ann.ReadResource(ctx, read); err != nil {
+		t.Errorf("ann could not read resource %s: %v", ar[0].URI, err)
+	}
+}
