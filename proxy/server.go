@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -147,6 +148,10 @@ type Server struct {
 	// subscribers counts the sessions subscribed to each resource URI; the upstream is
 	// subscribed while the count is above zero.
 	subscribers map[string]int
+
+	// persistWarned is when a failure to save a session to the shared state was last
+	// logged as a warning, in Unix nanoseconds.
+	persistWarned atomic.Int64
 
 	elicitedMu sync.Mutex // guards elicited
 	// elicited maps the ID of each sign-in link sent as an elicitation to the session it

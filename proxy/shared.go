@@ -46,7 +46,13 @@ func (s *Server) persist(ctx context.Context, sess *session) {
 		err = s.opts.Sessions.Save(context.WithoutCancel(ctx), sess.id, data)
 	}
 	if err != nil {
-		s.log.Warn("session not saved to the shared state: served from this replica's memory", "session", sess.id, "error", err)
+		// Once a minute at most: while the store is down, every unlocking search fails so.
+		now := time.Now().UnixNano()
+		if last := s.persistWarned.Load(); now-last > int64(time.Minute) && s.persistWarned.CompareAndSwap(last, now) {
+			s.log.Warn("session not saved to the shared state: served from this replica's memory", "session", sess.id, "error", err)
+		} else {
+			s.log.Debug("session not saved to the shared state", "session", sess.id, "error", err)
+		}
 	}
 }
 
