@@ -230,6 +230,8 @@ func (p *Pool) Learn(ctx context.Context, u identity.User, server string) error 
 	if !ok || !s.personal(u) {
 		return nil
 	}
+	// A connection u already has reads the new sign-in at once, not when its copy is old.
+	s.tokens.UserSource(u.Key, s.cfg.Name, s.cfg.URL, s.cfg.OAuth).Reload()
 	_, err := s.connFor(ctx, u)
 	return err
 }
