@@ -190,33 +190,31 @@ func (s *Server) AccessOf(tool string) *Access {
 	return s.Access
 }
 
-func (p *parser) metrics(n *yaml.Node, at string) Metrics {
-	var m Metrics
+// block reads n, a mapping whose one key is keys[0], calling f with that key's value; what
+// it knows of the block are those keys, for the message about another.
+func (p *parser) block(n *yaml.Node, at string, keys []string, f func(v *yaml.Node, at string)) {
 	if n.Kind != yaml.MappingNode {
-		p.errorf(n, at, "want a mapping with public, got %s", kindName(n))
-		return m
+		p.errorf(n, at, "want a mapping with %s, got %s", keys[0], kindName(n))
+		return
 	}
 	p.fields(n, at, func(key string, v *yaml.Node, at string) {
-		if key != "public" {
-			p.unknownKey(v, at, key, metricsKeys)
+		if key != keys[0] {
+			p.unknownKey(v, at, key, keys)
 			return
 		}
-		m.Public = p.bool(v, at)
+		f(v, at)
 	})
+}
+
+func (p *parser) metrics(n *yaml.Node, at string) Metrics {
+	var m Metrics
+	p.block(n, at, metricsKeys, func(v *yaml.Node, at string) { m.Public = p.bool(v, at) })
 	return m
 }
 
 func (p *parser) tracing(n *yaml.Node, at string) Tracing {
 	var t Tracing
-	if n.Kind != yaml.MappingNode {
-		p.errorf(n, at, "want a mapping with otlpEndpoint, got %s", kindName(n))
-		return t
-	}
-	p.fields(n, at, func(key string, v *yaml.Node, at string) {
-		if key != "otlpEndpoint" {
-			p.unknownKey(v, at, key, tracingKeys)
-			return
-		}
+	p.block(n, at, tracingKeys, func(v *yaml.Node, at string) {
 		t.OTLPEndpoint = p.str(v, at)
 		if u, err := url.Parse(t.OTLPEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			p.errorf(v, at, "%q is not an http(s) URL (write the collector's OTLP/HTTP address, such as http://collector:4318)", t.OTLPEndpoint)
@@ -227,24 +225,8 @@ func (p *parser) tracing(n *yaml.Node, at string) Tracing {
 
 func (p *parser) state(n *yaml.Node, at string) State {
 	var st State
-	if n.Kind != yaml.MappingNode {
-		p.errorf(n, at, "want a mapping with redis, got %s", kindName(n))
-		return st
-	}
-	p.fields(n, at, func(key string, v *yaml.Node, at string) {
-		if key != "redis" {
-			p.unknownKey(v, at, key, stateKeys)
-			return
-		}
-		if v.Kind != yaml.MappingNode {
-			p.errorf(v, at, "want a mapping with url, got %s", kindName(v))
-			return
-		}
-		p.fields(v, at, func(key string, v *yaml.Node, at string) {
-			if key != "url" {
-				p.unknownKey(v, at, key, redisKeys)
-				return
-			}
+	p.block(n, at, stateKeys, func(v *yaml.Node, at string) {
+		p.block(v, at, redisKeys, func(v *yaml.Node, at string) {
 			st.RedisURL = p.str(v, at)
 			if u, err := url.Parse(st.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
 				p.errorf(v, at, "%q is not a Redis URL (write redis://host:6379/0, or rediss:// for TLS)", st.RedisURL)

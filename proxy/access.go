@@ -7,7 +7,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolsift/toolsift/internal/identity"
-	"github.com/toolsift/toolsift/upstream"
 )
 
 // A server's access rules cover its prompts and resources too: what a caller may not use
@@ -15,21 +14,30 @@ import (
 
 // serverAdmits reports whether u may use the named server's prompts and resources.
 func (s *Server) serverAdmits(u identity.User, server string) bool {
-	if u.Kind == identity.Local {
-		return true
-	}
-	for _, st := range s.ups.Statuses() {
-		if st.Name == server {
-			return st.Admits(u)
-		}
-	}
-	return false
+	return u.Kind == identity.Local || s.admitsServers(u)(server)
 }
 
-// servedBy maps each prompt's exposed name, and each resource's URI (or template), to its
-// server: the first that listed it, as they are registered.
-func servedBy(cat *upstream.Catalog) (prompts, resources map[string]string) {
-	prompts, resources = map[string]string{}, map[string]string{}
+// admitsServers returns whether u may use each server's prompts and resources, from the
+// servers' statuses read once.
+func (s *Server) admitsServers(u identity.User) func(server string) bool {
+	admitted := map[string]bool{}
+	for _, st := range s.ups.Statuses() {
+		admitted[st.Name] = st.Admits(u)
+	}
+	return func(server string) bool { return admitted[server] }
+}
+
+// listFilter returns, for the request's session, whether the prompt or resource a server
+// listed under name may be listed; nil for the local user, who may list all. The servers
+// are told apart by the catalog: the first that listed a name, as they are registered.
+func (s *Server) listFilter(ctx context.Context) (prompt, resource func(name string) bool) {
+	u := s.sessionFrom(ctx).who()
+	if u.Kind == identity.Local {
+		return nil, nil
+	}
+	admits := s.admitsServers(u)
+	prompts, resources := map[string]string{}, map[string]string{}
+	cat := s.ups.Catalog()
 	for _, p := range cat.Prompts {
 		if _, ok := prompts[p.Exposed]; !ok {
 			prompts[p.Exposed] = p.Server
@@ -40,34 +48,25 @@ func servedBy(cat *upstream.Catalog) (prompts, resources map[string]string) {
 			resources[r.URI] = r.Server
 		}
 	}
-	return prompts, resources
+	return func(name string) bool { return admits(prompts[name]) }, func(uri string) bool { return admits(resources[uri]) }
 }
 
 func (s *Server) afterListPrompts(ctx context.Context, _ any, _ *mcp.ListPromptsRequest, result *mcp.ListPromptsResult) {
-	u := s.sessionFrom(ctx).who()
-	if u.Kind == identity.Local {
-		return
+	if prompt, _ := s.listFilter(ctx); prompt != nil {
+		result.Prompts = slices.DeleteFunc(result.Prompts, func(p mcp.Prompt) bool { return !prompt(p.Name) })
 	}
-	prompts, _ := servedBy(s.ups.Catalog())
-	result.Prompts = slices.DeleteFunc(result.Prompts, func(p mcp.Prompt) bool { return !s.serverAdmits(u, prompts[p.Name]) })
 }
 
 func (s *Server) afterListResources(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, result *mcp.ListResourcesResult) {
-	u := s.sessionFrom(ctx).who()
-	if u.Kind == identity.Local {
-		return
+	if _, resource := s.listFilter(ctx); resource != nil {
+		result.Resources = slices.DeleteFunc(result.Resources, func(r mcp.Resource) bool { return !resource(r.URI) })
 	}
-	_, resources := servedBy(s.ups.Catalog())
-	result.Resources = slices.DeleteFunc(result.Resources, func(r mcp.Resource) bool { return !s.serverAdmits(u, resources[r.URI]) })
 }
 
 func (s *Server) afterListResourceTemplates(ctx context.Context, _ any, _ *mcp.ListResourceTemplatesRequest, result *mcp.ListResourceTemplatesResult) {
-	u := s.sessionFrom(ctx).who()
-	if u.Kind == identity.Local {
-		return
+	if _, resource := s.listFilter(ctx); resource != nil {
+		result.ResourceTemplates = slices.DeleteFunc(result.ResourceTemplates, func(r mcp.ResourceTemplate) bool {
+			return r.URITemplate == nil || !resource(r.URITemplate.Raw())
+		})
 	}
-	_, resources := servedBy(s.ups.Catalog())
-	result.ResourceTemplates = slices.DeleteFunc(result.ResourceTemplates, func(r mcp.ResourceTemplate) bool {
-		return r.URITemplate == nil || !s.serverAdmits(u, resources[r.URITemplate.Raw()])
-	})
 }
