@@ -171,7 +171,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion(), MaxCalls: cfg.MaxCalls,
 		MaxUnlocked: cfg.MaxUnlocked, ListAllUnder: cfg.ListAllUnder, Groups: cfg.Groups, Embeddings: emb,
 		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red, ConfigError: broken, Audit: auditLog, SignIn: signIn, Metrics: metrics,
-		Sessions: sessionStore(shared), SessionIdleTimeout: cfg.HTTP.SessionIdleTimeout})
+		Sessions: sessionStore(shared), Relay: relay(shared), SessionIdleTimeout: cfg.HTTP.SessionIdleTimeout})
 	defer srv.Close() // waits for an index build in progress; runs before the pool closes
 	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
 	if addr != "" {
@@ -266,9 +266,16 @@ func cacheDir() string {
 	return filepath.Join(dir, "toolsift")
 }
 
-// sessionStore and gateShared give the proxy and the gate the shared state, or nil (not a
+// sessionStore, relay and gateShared give the proxy and the gate the shared state, or nil (not a
 // typed nil) without one.
 func sessionStore(r *state.Redis) proxy.SessionStore {
+	if r == nil {
+		return nil
+	}
+	return r
+}
+
+func relay(r *state.Redis) proxy.Relay {
 	if r == nil {
 		return nil
 	}

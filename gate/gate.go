@@ -46,8 +46,8 @@ type Proxy interface {
 	OnInitialized(f func(ctx context.Context))
 	// OnSessionEnd registers f to be called with the ID of each session that ends.
 	OnSessionEnd(f func(id string))
-	// Refused returns why the proxy refuses a method before any session sees it, or "".
-	Refused(method string) string
+	// Refused returns why the proxy refuses a request before any session sees it, or "".
+	Refused(msg jsonrpc.Message) string
 }
 
 // Options configures the HTTP service. The zero value of each field means its documented
@@ -180,12 +180,6 @@ func Serve(ctx context.Context, ln net.Listener, p Proxy, opts Options) error {
 	return err
 }
 
-// sessionVersions are the protocol revisions served over HTTP: per-session tool lists are
-// valid only up to 2025-11-25, so the stateless 2026-07-28 core is not offered.
-var sessionVersions = []string{
-	mcp.LATEST_LEGACY_PROTOCOL_VERSION, "2025-06-18", "2025-03-26", "2024-11-05",
-}
-
 // Handler serves p over streamable HTTP at /mcp and over the legacy SSE transport at /sse
 // and /message, liveness at /healthz and upstream readiness at /readyz. Call the returned
 // function at shutdown: it ends open streams.
@@ -217,7 +211,6 @@ func Handler(p Proxy, opts Options) (http.Handler, func(context.Context) error) 
 	streamable := server.NewStreamableHTTPServer(p.MCP(),
 		ids,
 		server.WithSessionIdleTTL(opts.SessionIdleTimeout),
-		server.WithStreamableHTTPProtocolVersions(sessionVersions...),
 		server.WithStreamableHTTPLogger(opts.Logger),
 	)
 	sse := server.NewSSEServer(p.MCP(), server.WithKeepAlive(true))
@@ -393,7 +386,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), claimKey{}, c))
 		defer g.settle(c)
 	}
-	if why := g.p.Refused(method); why != "" && r.URL.Path == "/mcp" {
+	if why := g.p.Refused(msg); why != "" && r.URL.Path == "/mcp" {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(mcp.NewJSONRPCError(msg.ID, mcp.METHOD_NOT_FOUND, why, nil))
 		return

@@ -65,6 +65,13 @@ func (s *Server) announceChanges() {
 	if !everyone {
 		everyone = slices.ContainsFunc(prev.always, changed) || slices.ContainsFunc(v.always, changed)
 	}
+	if everyone {
+		// Through mcp-go, to every session and to every 2026-07-28 client listening for it
+		// (subscriptions/listen), which toolsift holds no record of.
+		s.mcp.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+		s.log.Debug("list_changed sent", "session", "all", "reason", "catalog")
+		return
+	}
 	s.sessionsMu.Lock()
 	sessions := make([]*session, 0, len(s.sessions))
 	for _, sess := range s.sessions {
@@ -72,12 +79,9 @@ func (s *Server) announceChanges() {
 	}
 	s.sessionsMu.Unlock()
 	for _, sess := range sessions {
-		notify := everyone
-		if !notify {
-			sess.mu.Lock()
-			notify = slices.ContainsFunc(sess.unlocked, changed)
-			sess.mu.Unlock()
-		}
+		sess.mu.Lock()
+		notify := slices.ContainsFunc(sess.unlocked, changed)
+		sess.mu.Unlock()
 		if notify && sess.id != "" {
 			if err := sess.conn.Notify(context.Background(), string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
 				s.log.Debug("list_changed not sent", "session", sess.id, "reason", "catalog", "error", err)

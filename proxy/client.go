@@ -9,21 +9,32 @@ import (
 	"github.com/toolsift/toolsift/upstream"
 )
 
+// A 2026-07-28 client is asked through the request's input_required result (see bridge).
+
 // CreateMessage asks the client of the caller's session to sample its LLM, for an upstream
 // server serving that caller (upstream.Client).
 func (s *Server) CreateMessage(caller context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	if rt := roundTripOf(caller); rt != nil {
+		return rt.sample(caller, req)
+	}
 	return s.mcp.RequestSampling(caller, req)
 }
 
 // Elicit asks the user of the caller's session for input, for an upstream server serving
 // that caller (upstream.Client).
 func (s *Server) Elicit(caller context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	if rt := roundTripOf(caller); rt != nil {
+		return rt.elicit(caller, req)
+	}
 	return s.mcp.RequestElicitation(caller, req)
 }
 
 // ListRoots asks the client of the caller's session for its roots, for an upstream server
 // serving that caller (upstream.Client).
 func (s *Server) ListRoots(caller context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	if rt := roundTripOf(caller); rt != nil {
+		return rt.roots(caller)
+	}
 	return s.mcp.RequestRoots(caller, req)
 }
 

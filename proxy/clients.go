@@ -22,6 +22,10 @@ type habit struct {
 	// textOnly: the client's model is given one copy of a result however many it carries,
 	// so tool_search sends its text alone (see session.structured).
 	textOnly bool
+	// sessions: the client speaks 2026-07-28 and 2025-11-25, and its users are served
+	// better on the latter, where tool_search unlocks tools into its own list; its
+	// server/discover is refused so that it initializes there (see Server.Refused).
+	sessions bool
 }
 
 // habits maps the clientInfo.name a client gives in initialize to its habit. Clients not
@@ -31,7 +35,7 @@ type habit struct {
 // one of these gives its model one copy of a result that carries two.
 var habits = map[string]habit{
 	// Claude Code re-lists at once; the hold puts the unlocked tool in the next model request.
-	"claude-code": {textOnly: true},
+	"claude-code": {textOnly: true, sessions: true},
 	// Codex never re-lists by default, and with mcp_tool_list_changed on only after the
 	// result: a hold would only delay it.
 	"codex-mcp-client": {noHold: true, textOnly: true},
@@ -43,7 +47,7 @@ var habits = map[string]habit{
 	"opencode": {wait: 5 * time.Second, textOnly: true},
 	// Copilot CLI re-lists once it reads the result, if list_changed came before: a hold only
 	// delays that.
-	"copilot-cli": {noHold: true, textOnly: true},
+	"copilot-cli": {noHold: true, textOnly: true, sessions: true},
 }
 
 // afterInitialize notes who the client is and applies its habit to the session.

@@ -268,7 +268,24 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	}
 	defer sess.leaveCall()
 	start := time.Now()
-	raw, err := s.ups.Call(ctx, t.Exposed, args.Arguments, token, progress)
+	var raw json.RawMessage
+	var err error
+	if stable(ctx) {
+		out, asks, berr := s.bridge.run(ctx, sess.who(), "tools/call "+t.Exposed, req.Params.MultiRoundTripParams, func(ctx context.Context) (any, error) {
+			return s.ups.Call(ctx, t.Exposed, args.Arguments, token, progress)
+		})
+		if asks != nil {
+			rec.Outcome = audit.Input
+			return &mcp.CallToolResult{Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired}, MultiRoundTripResult: *asks}, nil
+		}
+		if mcp.IsMissingRequiredClientCapability(berr) || errors.Is(berr, mcp.ErrInvalidParams) {
+			return nil, berr // a protocol error, with its own code
+		}
+		raw, _ = out.(json.RawMessage)
+		err = berr
+	} else {
+		raw, err = s.ups.Call(ctx, t.Exposed, args.Arguments, token, progress)
+	}
 	if announced || sess.forwarded.Load() != forwarded {
 		// A notification sent as a call's handler ends can be lost over streamable HTTP,
 		// and must precede the result over stdio. (Another call of the session may have

@@ -17,6 +17,7 @@ import (
 	"github.com/toolsift/toolsift/finder"
 	"github.com/toolsift/toolsift/internal/audit"
 	"github.com/toolsift/toolsift/internal/identity"
+	"github.com/toolsift/toolsift/internal/jsonrpc"
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/telemetry"
 	"github.com/toolsift/toolsift/upstream"
@@ -86,6 +87,12 @@ type Options struct {
 	// ShutdownGrace is how long, once ServeStdio's context ends, the requests already read
 	// may take to be answered; 0 means 10s.
 	ShutdownGrace time.Duration
+	// InputWait is how long a 2026-07-28 client's request whose upstream asked for input
+	// waits for the client to come back with the answers (see bridge); 0 means 10 minutes.
+	InputWait time.Duration
+	// Relay, if set, lets replicas reach each other's calls that wait for a 2026-07-28
+	// client's input (see bridge).
+	Relay Relay
 	// ForwardGrace is how long a call that forwarded notifications waits over streamable
 	// HTTP or SSE, once mcp-go took them, before returning its result: nothing tells when
 	// mcp-go's forwarder has written them (see mcpConn.Flush). 0 means 20ms.
@@ -162,7 +169,16 @@ type Server struct {
 	// registered sums up the prompts, resources and templates registered with mcp-go (see
 	// promptResourceKeys).
 	registered [3]string
+
+	// bridge holds the requests of 2026-07-28 clients that wait for their client's input;
+	// relaying, if there is a Relay, answers other replicas for it until stopRelay is called.
+	bridge    *bridge
+	relaying  sync.WaitGroup
+	stopRelay context.CancelFunc
 }
+
+// listTTL is how long a 2026-07-28 client may reuse a list (ttlMs).
+const listTTL = time.Minute
 
 // New returns a proxy server over ups.
 func New(ups Upstreams, opts Options) *Server {
@@ -193,13 +209,16 @@ func New(ups Upstreams, opts Options) *Server {
 	if opts.ForwardGrace == 0 {
 		opts.ForwardGrace = 20 * time.Millisecond
 	}
+	if opts.InputWait == 0 {
+		opts.InputWait = 10 * time.Minute
+	}
 	if opts.SessionIdleTimeout == 0 {
 		opts.SessionIdleTimeout = 30 * time.Minute
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, log: opts.Logger, ups: redacting{ups, opts.Redactor}, sessions: map[string]*session{}, subscribers: map[string]int{}, elicited: map[string]string{}}
+	s := &Server{opts: opts, log: opts.Logger, ups: redacting{ups, opts.Redactor}, sessions: map[string]*session{}, subscribers: map[string]int{}, elicited: map[string]string{}, bridge: newBridge(opts.InputWait, opts.Relay, opts.Logger)}
 	s.meta.broken = opts.ConfigError
 	s.shown, s.shownDirectory = s.view(), searchToolDef(ups.Statuses(), opts.ConfigError).Description
 	hooks := &server.Hooks{}
@@ -245,6 +264,14 @@ func New(ups Upstreams, opts Options) *Server {
 		server.WithResourceCompletionProvider(completer{s}),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
+		// 2026-07-28 lists may be reused for a minute: a change is announced on
+		// subscriptions/listen, and a client that does not listen sees it within that.
+		// Private, as they vary with the caller's authorization (access rules). A read
+		// resource, as any upstream's, is fetched afresh.
+		server.WithMethodCacheHints(mcp.MethodToolsList, listTTL.Milliseconds(), mcp.CacheScopePrivate),
+		server.WithMethodCacheHints(mcp.MethodPromptsList, listTTL.Milliseconds(), mcp.CacheScopePrivate),
+		server.WithMethodCacheHints(mcp.MethodResourcesList, listTTL.Milliseconds(), mcp.CacheScopePrivate),
+		server.WithMethodCacheHints(mcp.MethodResourcesTemplatesList, listTTL.Milliseconds(), mcp.CacheScopePrivate),
 		server.WithInstructions("toolsift aggregates many MCP servers. Most of their tools are hidden until you "+
 			"search for them with tool_search; call what it finds through call_tool at once, or from your tool list once it appears there."),
 	)
@@ -255,6 +282,11 @@ func New(ups Upstreams, opts Options) *Server {
 	s.syncPromptsAndResources()
 	// The cached catalogs' tools get their vectors from now on, not at the first change,
 	// and their index is built before the first search (see finder.Options.IndexDelay).
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopRelay = cancel
+	if opts.Relay != nil {
+		s.relaying.Go(func() { opts.Relay.Serve(ctx, s.bridge.serveRelayed) })
+	}
 	s.finder = finder.New(s.ups, finder.Options{Logger: opts.Logger, Embeddings: opts.Embeddings,
 		Groups: opts.Groups, StartupWait: opts.StartupWait})
 	return s
@@ -324,10 +356,14 @@ func (u redacting) Request(ctx context.Context, serverName, method string, param
 	return res, u.r.Error(err)
 }
 
-// Close stops finding: index builds end, and a build in progress is waited for. The
-// server still answers. Close is idempotent.
+// Close stops finding: index builds end, and a build in progress is waited for. Calls
+// waiting for a 2026-07-28 client's input end. The server still answers. Close is
+// idempotent.
 func (s *Server) Close() error {
 	s.finder.Close()
+	s.stopRelay()
+	s.relaying.Wait()
+	s.bridge.close()
 	return nil
 }
 
@@ -378,13 +414,26 @@ func (s *Server) OnSessionEnd(f func(id string)) {
 	s.watchers.add(ended, func(_ context.Context, id string) { f(id) })
 }
 
-// Refused returns why a method is refused before any session sees it, or "": server/discover,
-// the 2026-07-28 probe. That revision drops sessions, so per-session tool lists would be
-// invalid under it; clients that speak both (Claude Code among them) take the error as a
-// cue to initialize at 2025-11-25 instead.
-func (s *Server) Refused(method string) string {
-	if method == string(mcp.MethodServerDiscover) {
-		return "server/discover is not supported: toolsift keeps per-session tool lists, so initialize with protocol 2025-11-25 or older"
+// Refused returns why a request is refused before any session sees it, or "": the
+// 2026-07-28 probe, server/discover, of a client that also speaks 2025-11-25 and serves its
+// users better there (habit.sessions). That revision drops sessions, and with them tools
+// unlocked into the client's own list; such a client takes the error as its cue to
+// initialize at 2025-11-25 instead. Every other client is answered, and served on
+// 2026-07-28 (see stable).
+func (s *Server) Refused(msg jsonrpc.Message) string {
+	if msg.Method != string(mcp.MethodServerDiscover) {
+		return ""
 	}
-	return ""
+	var p struct {
+		Meta struct {
+			ClientInfo struct {
+				Name string `json:"name"`
+			} `json:"io.modelcontextprotocol/clientInfo"`
+		} `json:"_meta"`
+	}
+	_ = json.Unmarshal(msg.Params, &p)
+	if !habits[p.Meta.ClientInfo.Name].sessions {
+		return ""
+	}
+	return "server/discover is not served to " + p.Meta.ClientInfo.Name + ": toolsift unlocks tools into its own list per session, so initialize with protocol 2025-11-25"
 }

@@ -281,16 +281,29 @@ func TestFirstParagraph(t *testing.T) {
 	}
 }
 
-// TestDiscoverRefused checks that the 2026-07-28 probe fails, over stdio and over HTTP, so
-// that clients initialize at 2025-11-25 where per-session lists are valid, while other
-// requests are still served.
-func TestDiscoverRefused(t *testing.T) {
+// TestDiscover checks, over stdio and over HTTP, that the 2026-07-28 probe is refused to
+// the dual-era clients served better at 2025-11-25 (they then initialize there), and
+// answered for every other client, so that a client that speaks only 2026-07-28 is served.
+func TestDiscover(t *testing.T) {
 	p := newTestProxy(t)
-	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	discover := func(id int, client string) string {
+		info := ""
+		if client != "" {
+			info = `,"io.modelcontextprotocol/clientInfo":{"name":"` + client + `","version":"1"}`
+		}
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}%s}}}`, id, info)
+	}
+	refused := `"error":{"code":-32601,"message":"server/discover is not served to `
+	answered := `"supportedVersions":["2026-07-28",`
 	tests := []struct{ msg, want string }{
-		{`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":` + meta + `}}`, `"error":{"code":-32601,"message":"server/discover is not supported`},
-		{`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, `"protocolVersion":"2025-11-25"`},
-		{`{"jsonrpc":"2.0","id":3,"method":"ping","params":{}}`, `"result"`},
+		{discover(1, "claude-code"), refused + `claude-code`},
+		{discover(2, "copilot-cli"), refused + `copilot-cli`},
+		{discover(3, ""), answered},
+		{discover(4, "some-modern-agent"), answered},
+		// A name that only resembles a dual-era client's is not one.
+		{discover(5, "Claude-Code"), answered},
+		{`{"jsonrpc":"2.0","id":6,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"claude-code","version":"1"}}}`, `"protocolVersion":"2025-11-25"`},
+		{`{"jsonrpc":"2.0","id":7,"method":"ping","params":{}}`, `"result"`},
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -309,8 +322,21 @@ func TestDiscoverRefused(t *testing.T) {
 	h, shutdown := gate.Handler(p, gate.Options{})
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); shutdown(context.Background()) })
-	if got := bodyOf(t, srv.URL+"/mcp", "", tests[0].msg); !strings.Contains(string(got), tests[0].want) {
-		t.Errorf("HTTP: server/discover answered %s", got)
+	for _, tt := range tests[:5] {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(tt.msg))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "server/discover")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(got), tt.want) {
+			t.Errorf("HTTP: %s\n  answered %s, want %s", tt.msg, got, tt.want)
+		}
 	}
 }
 

@@ -228,6 +228,18 @@ func (s *Server) endSession(id string) {
 // sessionFrom returns the state of the request's session, or a throwaway one for a request
 // made outside any session.
 func (s *Server) sessionFrom(ctx context.Context) *session {
+	if stable(ctx) {
+		// A 2026-07-28 request is a session of its own: mcp-go serves each on an ephemeral
+		// session with no ID, which must never be the one shared record of all of them.
+		// The caller is who this request shows it is.
+		sess := s.newSession("", mcpConn{mcp: s.mcp, grace: s.opts.ForwardGrace})
+		sess.user = identity.FromContext(ctx)
+		if info := server.RequestProtocolInfoFromContext(ctx); info.ClientInfo != nil {
+			sess.client = info.ClientInfo.Name
+		}
+		sess.holds = false
+		return sess
+	}
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		return s.session(cs.SessionID())
 	}

@@ -197,8 +197,8 @@ func (c *stdio) dispatch(ctx context.Context, m message) bool {
 		c.writeError(mcp.RequestId{}, mcp.INVALID_REQUEST, "Invalid Request: "+m.Bad)
 	case m.IsAnswer():
 		c.answered(m)
-	case m.IsRequest() && c.s.Refused(m.Method) != "":
-		c.writeError(m.ID, mcp.METHOD_NOT_FOUND, c.s.Refused(m.Method))
+	case m.IsRequest() && c.s.Refused(m.Message) != "":
+		c.writeError(m.ID, mcp.METHOD_NOT_FOUND, c.s.Refused(m.Message))
 	case m.IsRequest():
 		c.mu.Lock()
 		if c.stopping {

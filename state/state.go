@@ -27,8 +27,9 @@ const opTimeout = 2 * time.Second
 
 // Redis is the shared state in a Redis server.
 type Redis struct {
-	c   *redis.Client
-	ttl time.Duration // a session's idle timeout
+	c       *redis.Client
+	ttl     time.Duration // a session's idle timeout
+	process string        // names this process to the others (see Relay)
 
 	mu    sync.Mutex      // guards known and err
 	known map[string]bool // sessions made or served here: served from memory while Redis is down
@@ -43,7 +44,9 @@ func Open(ctx context.Context, url string, ttl time.Duration) (*Redis, error) {
 		return nil, fmt.Errorf("state.redis.url: %w", err)
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = opTimeout, opTimeout, opTimeout
-	r := &Redis{c: redis.NewClient(opts), ttl: ttl, known: map[string]bool{}}
+	process := make([]byte, 12)
+	_, _ = rand.Read(process)
+	r := &Redis{c: redis.NewClient(opts), ttl: ttl, known: map[string]bool{}, process: hex.EncodeToString(process)}
 	if err := r.c.Ping(ctx).Err(); err != nil {
 		// Not fatal: the replica serves from memory until Redis is back (Healthy says so).
 		r.note(err)

@@ -21,6 +21,7 @@ const (
 	Unknown   = "unknown"    // no such tool, or none the caller may use
 	Canceled  = "canceled"   // the client cancelled it
 	SignIn    = "sign_in"    // the caller must sign in to the server first
+	Input     = "input"      // the server asked the caller for input (2026-07-28: input_required)
 )
 
 // Record is one call.

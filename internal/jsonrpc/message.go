@@ -12,6 +12,7 @@ import (
 type Message struct {
 	ID     mcp.RequestId // as the sender wrote it (mcp.ParseRequestId); nil if none
 	Method string
+	Params json.RawMessage
 	Result json.RawMessage
 	Error  json.RawMessage
 	// Malformed is set for text that is not JSON; Bad, for JSON that is not a JSON-RPC
@@ -25,6 +26,7 @@ func Parse(msg []byte) Message {
 	var env struct {
 		ID     json.RawMessage `json:"id"`
 		Method json.RawMessage `json:"method"`
+		Params json.RawMessage `json:"params"`
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
 	}
@@ -38,7 +40,7 @@ func Parse(msg []byte) Message {
 		}
 		return m
 	}
-	m.Result, m.Error = env.Result, env.Error
+	m.Params, m.Result, m.Error = env.Params, env.Result, env.Error
 	if len(env.Method) > 0 && json.Unmarshal(env.Method, &m.Method) != nil {
 		m.Bad = "method must be a string"
 	}

@@ -21,6 +21,19 @@ func handlerError(ctx context.Context, id any, err error) *requestError {
 		details := required.JSONRPCError().Error
 		return &requestError{id: id, code: details.Code, err: err, data: details.Data}
 	}
+	// A handler that cannot serve the request without a capability the client did not
+	// declare says so with the code 2026-07-28 gives it, naming the capability as the
+	// ClientCapabilities object the client would have to declare.
+	var missing mcp.MissingRequiredClientCapabilityError
+	if errors.As(err, &missing) {
+		data := map[string]any{"requiredCapabilities": map[string]any{missing.Capability: map[string]any{}}}
+		return &requestError{id: id, code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, err: err, data: data}
+	}
+	// A handler that finds the request's parameters wrong (a requestState that fails its
+	// check, for one) says so as invalid params rather than as its own failure.
+	if errors.Is(err, mcp.ErrInvalidParams) {
+		return &requestError{id: id, code: mcp.INVALID_PARAMS, err: err}
+	}
 	return &requestError{id: id, code: mcp.INTERNAL_ERROR, err: err}
 }
 

@@ -1,0 +1,150 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/toolsift/toolsift/internal/identity"
+)
+
+// modernCtx is the context of a 2026-07-28 request whose client declared caps.
+func modernCtx(caps mcp.ClientCapabilities) context.Context {
+	return server.WithRequestProtocolInfo(context.Background(), &server.RequestProtocolInfo{Modern: true,
+		ProtocolVersion: mcp.ProtocolVersion20260728, ClientCapabilities: &caps})
+}
+
+// asking is an upstream call that asks its client for a name, then for roots, and answers
+// with what it got.
+func asking(ctx context.Context) (any, error) {
+	rt := roundTripOf(ctx)
+	e, err := rt.elicit(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: "name?"}})
+	if err != nil {
+		return nil, err
+	}
+	r, err := rt.roots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, _ := json.Marshal(map[string]any{"action": e.Action, "content": e.Content, "roots": len(r.Roots)})
+	return json.RawMessage(out), nil
+}
+
+func answers(t *testing.T, asks *mcp.MultiRoundTripResult, bodies map[string]string) mcp.MultiRoundTripParams {
+	t.Helper()
+	p := mcp.MultiRoundTripParams{RequestState: asks.RequestState, InputResponses: mcp.InputResponses{}}
+	for key, req := range asks.InputRequests {
+		body, ok := bodies[string(req.Method)]
+		if !ok {
+			continue
+		}
+		var r mcp.InputResponse
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatal(err)
+		}
+		p.InputResponses[key] = r
+	}
+	return p
+}
+
+func TestBridge(t *testing.T) {
+	ann := identity.User{Kind: identity.Person, Key: "ann"}
+	b := newBridge(time.Minute, nil, slog.New(slog.DiscardHandler))
+	t.Cleanup(b.close)
+	all := mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}, Roots: &struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	}{}}
+	ctx := modernCtx(all)
+
+	// Two rounds, one question each, then the outcome.
+	_, asks, err := b.run(ctx, ann, "tools/call x", mcp.MultiRoundTripParams{}, asking)
+	if err != nil || asks == nil || len(asks.InputRequests) != 1 {
+		t.Fatalf("round 1: %v %+v", err, asks)
+	}
+	state := asks.RequestState
+	// Hostile and mistaken retries: each is refused or asked again, and the call goes on.
+	hostile := []struct {
+		name  string
+		who   identity.User
+		what  string
+		p     mcp.MultiRoundTripParams
+		code  error // the error wanted, or nil for the question asked again
+		asked bool
+	}{
+		{"a made-up state", ann, "tools/call x", mcp.MultiRoundTripParams{RequestState: "AAAAAAAAAAAAAAAAAAAAAA"}, mcp.ErrInvalidParams, false},
+		{"a changed state", ann, "tools/call x", mcp.MultiRoundTripParams{RequestState: state + "x"}, mcp.ErrInvalidParams, false},
+		{"another caller", identity.User{Kind: identity.Person, Key: "bob"}, "tools/call x", mcp.MultiRoundTripParams{RequestState: state}, mcp.ErrInvalidParams, false},
+		{"another tool", ann, "tools/call y", mcp.MultiRoundTripParams{RequestState: state}, mcp.ErrInvalidParams, false},
+		{"no answers", ann, "tools/call x", mcp.MultiRoundTripParams{RequestState: state}, nil, true},
+		{"answers to nothing asked", ann, "tools/call x", answers(t, &mcp.MultiRoundTripResult{RequestState: state, InputRequests: mcp.InputRequests{"other": asks.InputRequests[firstKey(asks)]}}, map[string]string{"elicitation/create": `{"action":"accept"}`}), nil, true},
+		{"an answer that is no answer", ann, "tools/call x", answers(t, asks, map[string]string{"elicitation/create": `"yes"`}), mcp.ErrInvalidParams, false},
+	}
+	for _, tt := range hostile {
+		_, again, err := b.run(ctx, tt.who, tt.what, tt.p, asking)
+		switch {
+		case tt.code != nil && !errors.Is(err, tt.code):
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.code)
+		case tt.asked && (err != nil || again == nil || again.RequestState != state || len(again.InputRequests) != 1):
+			t.Errorf("%s: %v %+v, want the question asked again", tt.name, err, again)
+		}
+	}
+	_, asks, err = b.run(ctx, ann, "tools/call x", answers(t, asks, map[string]string{"elicitation/create": `{"action":"accept","content":{"name":"Ada"}}`}), asking)
+	if err != nil || asks == nil {
+		t.Fatalf("round 2: %v %+v", err, asks)
+	}
+	if r := asks.InputRequests[firstKey(asks)]; r.Method != mcp.MethodListRoots {
+		t.Fatalf("round 2 asks %s, want roots/list", r.Method)
+	}
+	out, asks, err := b.run(ctx, ann, "tools/call x", answers(t, asks, map[string]string{"roots/list": `{"roots":[{"uri":"file:///a"}]}`}), asking)
+	if err != nil || asks != nil || string(out.(json.RawMessage)) != `{"action":"accept","content":{"name":"Ada"},"roots":1}` {
+		t.Fatalf("outcome: %s %+v %v", out, asks, err)
+	}
+	if _, _, err := b.run(ctx, ann, "tools/call x", mcp.MultiRoundTripParams{RequestState: state}, asking); !errors.Is(err, mcp.ErrInvalidParams) {
+		t.Errorf("the state of an ended call: %v", err)
+	}
+
+	// A client that declared neither: the question is declined for it, and the roots it
+	// cannot give end the call with -32021, naming them.
+	_, _, err = b.run(modernCtx(mcp.ClientCapabilities{}), ann, "tools/call x", mcp.MultiRoundTripParams{}, asking)
+	var missing mcp.MissingRequiredClientCapabilityError
+	if !errors.As(err, &missing) || missing.Capability != "roots" {
+		t.Errorf("a client without roots: %v, want -32021 for roots", err)
+	}
+
+	// A client that gives up ends the call; none is left behind.
+	cctx, cancel := context.WithCancel(ctx)
+	ended := make(chan struct{})
+	go func() {
+		b.run(cctx, ann, "tools/call x", mcp.MultiRoundTripParams{}, func(ctx context.Context) (any, error) {
+			<-ctx.Done()
+			close(ended)
+			return nil, ctx.Err()
+		})
+	}()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call went on after its client gave up")
+	}
+	b.close()
+	b.close()
+	if b.mu.Lock(); len(b.calls) != 0 {
+		t.Errorf("%d calls left after close", len(b.calls))
+	}
+	b.mu.Unlock()
+}
+
+func firstKey(r *mcp.MultiRoundTripResult) string {
+	for k := range r.InputRequests {
+		return k
+	}
+	return ""
+}
