@@ -18,6 +18,7 @@ type (
 	relayAnswer struct {
 		Result        json.RawMessage   `json:"result,omitempty"`
 		InputRequests mcp.InputRequests `json:"inputRequests,omitempty"`
+		RequestState  string            `json:"requestState,omitempty"`
 		Error         *relayError       `json:"error,omitempty"`
 	}
 	relayError struct {
@@ -52,7 +53,7 @@ func (b *bridge) relayed(ctx context.Context, owner string, p mcp.MultiRoundTrip
 	case a.Error != nil:
 		return nil, nil, errors.New(a.Error.Message)
 	case a.InputRequests != nil:
-		return nil, &mcp.MultiRoundTripResult{InputRequests: a.InputRequests, RequestState: p.RequestState}, nil
+		return nil, &mcp.MultiRoundTripResult{InputRequests: a.InputRequests, RequestState: a.RequestState}, nil
 	}
 	return a.Result, nil, nil
 }
@@ -80,7 +81,7 @@ func (b *bridge) serveRelayed(ctx context.Context, id string, msg []byte) []byte
 		case err != nil:
 			a.Error = &relayError{Message: err.Error()}
 		case asks != nil:
-			a.InputRequests = asks.InputRequests
+			a.InputRequests, a.RequestState = asks.InputRequests, asks.RequestState
 		default:
 			a.Result, _ = res.(json.RawMessage)
 		}

@@ -66,7 +66,7 @@ func newBridge(wait time.Duration, relay Relay, log *slog.Logger) *bridge {
 
 // roundTrip is one request of a 2026-07-28 client whose upstream call may ask for input.
 type roundTrip struct {
-	id     string // its requestState
+	id     string // its requestState: a new one each round (guarded by bridge.mu)
 	owner  string // the caller and request it continues (see bridge.run)
 	caps   mcp.ClientCapabilities
 	asks   chan *ask     // what the upstream asks, to the request waiting for the call
@@ -135,7 +135,7 @@ func (b *bridge) resume(ctx context.Context, rt *roundTrip, owner string, p mcp.
 	}
 	if len(left) > 0 {
 		// Answers are missing: ask again for what is still unanswered (SEP-2322).
-		return nil, &mcp.MultiRoundTripResult{InputRequests: left, RequestState: rt.id}, nil
+		return nil, &mcp.MultiRoundTripResult{InputRequests: left, RequestState: p.RequestState}, nil
 	}
 	return b.await(ctx, rt)
 }
@@ -156,9 +156,7 @@ func validState(s string) bool {
 const stateBytes = 16
 
 func (b *bridge) start(ctx context.Context, owner string, call func(context.Context) (any, error)) (*roundTrip, error) {
-	id := make([]byte, stateBytes)
-	_, _ = rand.Read(id)
-	rt := &roundTrip{id: base64.RawURLEncoding.EncodeToString(id), owner: owner, caps: capabilitiesOf(ctx),
+	rt := &roundTrip{id: newState(), owner: owner, caps: capabilitiesOf(ctx),
 		asks: make(chan *ask), done: make(chan struct{}), waiting: map[string]*ask{}}
 	// The call outlives this request when the upstream asks for input: it waits for the
 	// client's next one.
@@ -232,13 +230,29 @@ wait:
 		}
 		return rt.res, nil, rt.err
 	}
+	// Each round has a state of its own: one already answered continues nothing.
+	b.mu.Lock()
+	old := rt.id
+	delete(b.calls, old)
+	rt.id = newState()
+	b.calls[rt.id] = rt
+	state := rt.id
+	b.mu.Unlock()
 	if b.relay != nil {
+		b.relay.Release(old)
 		// The client's next request may reach another replica: it is to find this one.
-		if err := b.relay.Hold(ctx, rt.id, b.wait); err != nil {
+		if err := b.relay.Hold(ctx, state, b.wait); err != nil {
 			b.log.Warn("a call waiting for input cannot be found by other replicas", "error", err)
 		}
 	}
-	return nil, &mcp.MultiRoundTripResult{InputRequests: left, RequestState: rt.id}, nil
+	return nil, &mcp.MultiRoundTripResult{InputRequests: left, RequestState: state}, nil
+}
+
+// newState makes a requestState: random, so that it cannot be guessed.
+func newState() string {
+	b := make([]byte, stateBytes)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // take hands the client's answers to the requests waiting for them, and returns those
@@ -325,11 +339,12 @@ func (rt *roundTrip) roots(ctx context.Context) (*mcp.ListRootsResult, error) {
 
 func (b *bridge) forget(rt *roundTrip) {
 	b.mu.Lock()
-	_, held := b.calls[rt.id]
-	delete(b.calls, rt.id)
+	id := rt.id
+	_, held := b.calls[id]
+	delete(b.calls, id)
 	b.mu.Unlock()
 	if held && b.relay != nil {
-		b.relay.Release(rt.id)
+		b.relay.Release(id)
 	}
 }
 

@@ -98,6 +98,9 @@ func TestBridge(t *testing.T) {
 	if err != nil || asks == nil {
 		t.Fatalf("round 2: %v %+v", err, asks)
 	}
+	if asks.RequestState == state {
+		t.Error("round 2 has round 1's requestState: an answered round's state must continue nothing")
+	}
 	if r := asks.InputRequests[firstKey(asks)]; r.Method != mcp.MethodListRoots {
 		t.Fatalf("round 2 asks %s, want roots/list", r.Method)
 	}
