@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -399,6 +400,17 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer g.leave(sid)
+	}
+	// A request without a session (protocol 2026-07-28) counts against its caller instead:
+	// one credential has as many in flight as one session may.
+	if r.Header.Get(server.HeaderKeySessionID) == "" && method != "" && method != string(mcp.MethodInitialize) && r.URL.Path == "/mcp" {
+		caller := "caller:" + hex.EncodeToString(cred[:])
+		if !g.enter(caller) {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "Too many requests in flight for this caller", http.StatusTooManyRequests)
+			return
+		}
+		defer g.leave(caller)
 	}
 	// The legacy SSE transport accepts a message at once and answers on the stream, so its
 	// requests in flight cannot be counted here: refuse a call while the session's calls are

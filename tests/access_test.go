@@ -212,12 +212,15 @@ func TestAccessCoversPromptsAndResources(t *testing.T) {
 		t.Errorf("bob lists %d prompts, %d resources, %d templates of a server he may not use", len(bp), len(br), len(bt))
 	}
 	get := mcp.GetPromptRequest{}
-	get.Params.Name = ap[0].Name
+	get.Params.Name = "conf__test_simple_prompt" // one that asks nothing of the client
+	if !slices.ContainsFunc(ap, func(p mcp.Prompt) bool { return p.Name == get.Params.Name }) {
+		t.Fatalf("ann does not list %s: %v", get.Params.Name, ap)
+	}
 	if _, err := bob.GetPrompt(ctx, get); err == nil {
-		t.Errorf("bob got prompt %s", ap[0].Name)
+		t.Errorf("bob got prompt %s", get.Params.Name)
 	}
 	if _, err := ann.GetPrompt(ctx, get); err != nil {
-		t.Errorf("ann could not get prompt %s: %v", ap[0].Name, err)
+		t.Errorf("ann could not get prompt %s: %v", get.Params.Name, err)
 	}
 	read := mcp.ReadResourceRequest{}
 	read.Params.URI = ar[0].URI

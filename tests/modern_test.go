@@ -300,7 +300,7 @@ func modernRPC(t *testing.T, base, token, body string) (int, json.RawMessage) {
 		Error  json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(raw, &a); err != nil {
-		t.Fatalf("answer %s: %v", raw, err)
+		return resp.StatusCode, raw // not JSON-RPC: a refusal in plain text
 	}
 	if a.Error != nil {
 		return resp.StatusCode, a.Error
@@ -372,4 +372,50 @@ func TestModernRequestsActAsTheirCaller(t *testing.T) {
 	if status, got := modernRPC(t, tm.url, bobTok, fmt.Sprintf(call, answers)); status != http.StatusBadRequest || !strings.Contains(string(got), `"code":-32602`) {
 		t.Errorf("bob continues ann's call with her requestState: HTTP %d %s", status, got)
 	}
+}
+
+// TestModernCallsAreBounded (issue 35, an attack): requests without a session cannot be
+// counted per session, so a caller could hold any number of calls open. They are counted
+// per caller instead: past maxCalls + 8 in flight, 429 with Retry-After; once they end,
+// calls go through again.
+func TestModernCallsAreBounded(t *testing.T) {
+	cfg := config(t, fmt.Sprintf("maxCalls: 2\nmcpServers:\n  fx:\n    command: %q\n", fixtureBin))
+	base, _, _ := replica(t, cfg)
+	eventually(t, 20*time.Second, "fx's tools", func() bool {
+		_, res := modernRPC(t, base, "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"fx__echo","arguments":{}},"_meta":`+modernMeta+`}}`)
+		return strings.Contains(string(res), `"tool":"echo"`)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var n429 atomic.Int32
+	for i := range 14 {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"fx__hang","arguments":{}},"_meta":%s}}`, i+2, modernMeta)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+			req.Header.Set("Mcp-Method", "tools/call")
+			req.Header.Set("Mcp-Name", "call_tool")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return // cancelled, held to the end
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "" {
+				n429.Add(1)
+			}
+			io.Copy(io.Discard, resp.Body)
+		})
+	}
+	eventually(t, 10*time.Second, "the calls past the bound refused", func() bool { return n429.Load() >= 4 })
+	cancel()
+	wg.Wait()
+	if n := n429.Load(); n != 4 {
+		t.Errorf("%d of 14 hanging calls refused, want 4 (10 in flight at most)", n)
+	}
+	eventually(t, 10*time.Second, "a call once the others ended", func() bool {
+		status, res := modernRPC(t, base, "", `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"fx__echo","arguments":{"after":1}},"_meta":`+modernMeta+`}}`)
+		return status == http.StatusOK && strings.Contains(string(res), `"after":1`)
+	})
 }
