@@ -22,12 +22,11 @@ import (
 )
 
 // modernClient is mcp-go's client on protocol 2026-07-28: no initialize, no session, its
-// version, info and capabilities on every request.
+// version, info and capabilities on every request. Its httpSession counts the
+// notifications/tools/list_changed that reach it on subscriptions/listen.
 type modernClient struct {
-	*mcpclient.Client
-	mu      sync.Mutex // guards changed
-	changed int        // notifications/tools/list_changed received on subscriptions/listen
-	asked   atomic.Int32
+	*httpSession
+	asked atomic.Int32 // questions its user was asked
 }
 
 // Elicit answers every form with a name and a colour.
@@ -43,7 +42,7 @@ func connectModern(t *testing.T, base string, elicits bool, opts ...transport.St
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &modernClient{}
+	c := &modernClient{httpSession: &httpSession{}}
 	var copts []mcpclient.ClientOption
 	if elicits {
 		copts = append(copts, mcpclient.WithElicitationHandler(c))
@@ -74,20 +73,8 @@ func connectModern(t *testing.T, base string, elicits bool, opts ...transport.St
 	return c
 }
 
-func (c *modernClient) names(t *testing.T) []string {
-	t.Helper()
-	res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, tl := range res.Tools {
-		out = append(out, tl.Name)
-	}
-	return out
-}
-
-func (c *modernClient) call(t *testing.T, name string, args map[string]any) (*mcp.CallToolResult, error) {
+// callTool calls name through call_tool.
+func (c *modernClient) callTool(t *testing.T, name string, args map[string]any) (*mcp.CallToolResult, error) {
 	t.Helper()
 	return c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "call_tool",
 		Arguments: map[string]any{"name": name, "arguments": args}}})
@@ -138,7 +125,7 @@ func TestModernClient(t *testing.T) {
 	if got := c.names(t); !slices.Equal(got, first) {
 		t.Errorf("tools/list changed after a search: %v, was %v; 2026-07-28 lists must not vary per connection", got, first)
 	}
-	res, err = c.call(t, "slack__slack_post_message", map[string]any{"channel": "C1", "text": "hi"})
+	res, err = c.callTool(t, "slack__slack_post_message", map[string]any{"channel": "C1", "text": "hi"})
 	if err != nil || res.IsError {
 		t.Fatalf("call_tool of a found tool: %v %v", err, res)
 	}
@@ -148,7 +135,7 @@ func TestModernClient(t *testing.T) {
 
 	// An upstream on 2025-11-25 asks twice mid-call: the client answers two
 	// input_required rounds, and the call completes with both answers.
-	res, err = c.call(t, "fx__test_input_required_result_multi_round", map[string]any{})
+	res, err = c.callTool(t, "fx__test_input_required_result_multi_round", map[string]any{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,12 +145,12 @@ func TestModernClient(t *testing.T) {
 
 	// A client that cannot sample is told so, with the code and the capability.
 	plain := connectModern(t, base, false)
-	_, err = plain.call(t, "fx__test_missing_capability", map[string]any{})
+	_, err = plain.callTool(t, "fx__test_missing_capability", map[string]any{})
 	if !errors.Is(err, mcp.MissingRequiredClientCapabilityError{}) {
 		t.Errorf("a call that needs sampling, from a client without it: %v, want -32021", err)
 	}
 	// A question the client cannot show its user is declined for it, and the call goes on.
-	res, err = plain.call(t, "fx__test_input_required_result_elicitation", map[string]any{})
+	res, err = plain.callTool(t, "fx__test_input_required_result_elicitation", map[string]any{})
 	if err != nil || resultTextOf(res) != "No name given: decline" {
 		t.Errorf("an elicitation a client cannot show: %v %q, want it declined and the call to go on", err, resultTextOf(res))
 	}
@@ -173,7 +160,7 @@ func TestModernClient(t *testing.T) {
 	listened := make(chan error, 1)
 	go func() { listened <- c.Listen(ctx, mcp.SubscriptionFilter{ToolsListChanged: true}) }()
 	time.Sleep(300 * time.Millisecond) // the stream is open
-	if res, err := c.call(t, "fx__retool", map[string]any{"add": []string{"shiny"}}); err != nil || res.IsError {
+	if res, err := c.callTool(t, "fx__retool", map[string]any{"add": []string{"shiny"}}); err != nil || res.IsError {
 		t.Fatalf("retool: %v %v", err, res)
 	}
 	eventually(t, 10*time.Second, "list_changed on the listen stream", func() bool {
@@ -228,14 +215,14 @@ mcpServers:
 		if got := c.names(t); !slices.Equal(got, first) {
 			t.Fatalf("list %d differs by replica: %v, was %v", i, got, first)
 		}
-		res, err := c.call(t, "fx__echo", map[string]any{"n": i})
+		res, err := c.callTool(t, "fx__echo", map[string]any{"n": i})
 		if err != nil || !strings.Contains(resultText(res), fmt.Sprintf(`"n":%d`, i)) {
 			t.Fatalf("call %d: %v %v", i, err, res)
 		}
 	}
 	for i := range 4 {
 		before := c.asked.Load()
-		res, err := c.call(t, "fx__test_input_required_result_multi_round", map[string]any{})
+		res, err := c.callTool(t, "fx__test_input_required_result_multi_round", map[string]any{})
 		if err != nil || resultText(res) != "favourite colour: teal" || c.asked.Load()-before != 2 {
 			t.Fatalf("multi-round call %d across replicas: %v %q after %d questions", i, err, resultTextOf(res), c.asked.Load()-before)
 		}
@@ -350,11 +337,11 @@ func TestModernRequestsActAsTheirCaller(t *testing.T) {
 	if got := search(ann, "create a github issue"); !strings.Contains(got, "github__create_issue") {
 		t.Errorf("ann's search does not find github__create_issue:\n%s", got)
 	}
-	res, err := bob.call(t, "github__create_issue", map[string]any{"owner": "o", "repo": "r", "title": "t"})
+	res, err := bob.callTool(t, "github__create_issue", map[string]any{"owner": "o", "repo": "r", "title": "t"})
 	if err != nil || !res.IsError || !strings.Contains(resultText(res), "unknown tool") {
 		t.Errorf("bob calls github__create_issue: %v %s", err, resultTextOf(res))
 	}
-	if res, err := ann.call(t, "github__create_issue", map[string]any{"owner": "o", "repo": "r", "title": "t"}); err != nil || res.IsError {
+	if res, err := ann.callTool(t, "github__create_issue", map[string]any{"owner": "o", "repo": "r", "title": "t"}); err != nil || res.IsError {
 		t.Errorf("ann calls github__create_issue: %v %s", err, resultTextOf(res))
 	}
 
