@@ -177,6 +177,15 @@ type Server struct {
 	stopRelay context.CancelFunc
 }
 
+// instructions are what a client puts in its model's system prompt; a 2026-07-28 client,
+// whose list never changes, is given statelessInstructions instead.
+const (
+	instructions = "toolsift aggregates many MCP servers. Most of their tools are hidden until you " +
+		"search for them with tool_search; call what it finds through call_tool at once, or from your tool list once it appears there."
+	statelessInstructions = "toolsift aggregates many MCP servers. Most of their tools are hidden until you " +
+		"search for them with tool_search; call what it finds through call_tool."
+)
+
 // listTTL is how long a 2026-07-28 client may reuse a list (ttlMs).
 const listTTL = time.Minute
 
@@ -236,6 +245,9 @@ func New(ups Upstreams, opts Options) *Server {
 		s.endSession(cs.SessionID())
 	})
 	hooks.AddAfterInitialize(s.afterInitialize)
+	hooks.AddAfterDiscover(func(_ context.Context, _ any, _ *mcp.DiscoverRequest, res *mcp.DiscoverResult) {
+		res.Instructions = statelessInstructions
+	})
 	hooks.AddAfterListTools(s.afterListTools)
 	hooks.AddAfterListPrompts(s.afterListPrompts)
 	hooks.AddAfterListResources(s.afterListResources)
@@ -272,8 +284,7 @@ func New(ups Upstreams, opts Options) *Server {
 		server.WithMethodCacheHints(mcp.MethodPromptsList, listTTL.Milliseconds(), mcp.CacheScopePrivate),
 		server.WithMethodCacheHints(mcp.MethodResourcesList, listTTL.Milliseconds(), mcp.CacheScopePrivate),
 		server.WithMethodCacheHints(mcp.MethodResourcesTemplatesList, listTTL.Milliseconds(), mcp.CacheScopePrivate),
-		server.WithInstructions("toolsift aggregates many MCP servers. Most of their tools are hidden until you "+
-			"search for them with tool_search; call what it finds through call_tool at once, or from your tool list once it appears there."),
+		server.WithInstructions(instructions),
 	)
 	s.mcp.AddTool(searchToolDef(nil, ""), s.handleSearch)
 	s.mcp.AddTool(callToolDef(), s.handleCall)

@@ -295,10 +295,13 @@ func TestDiscover(t *testing.T) {
 	}
 	refused := `"error":{"code":-32601,"message":"server/discover is not served to `
 	answered := `"supportedVersions":["2026-07-28",`
+	// A client whose list never changes is not told of tools appearing in it.
+	stateless := `"instructions":"toolsift aggregates many MCP servers. Most of their tools are hidden until you search for them with tool_search; call what it finds through call_tool."`
 	tests := []struct{ msg, want string }{
 		{discover(1, "claude-code"), refused + `claude-code`},
 		{discover(2, "copilot-cli"), refused + `copilot-cli`},
 		{discover(3, ""), answered},
+		{discover(33, ""), stateless},
 		{discover(4, "some-modern-agent"), answered},
 		// A name that only resembles a dual-era client's is not one.
 		{discover(5, "Claude-Code"), answered},
