@@ -402,8 +402,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer g.leave(sid)
 	}
 	// A request without a session (protocol 2026-07-28) counts against its caller instead:
-	// one credential has as many in flight as one session may.
-	if r.Header.Get(server.HeaderKeySessionID) == "" && method != "" && method != string(mcp.MethodInitialize) && r.URL.Path == "/mcp" {
+	// one credential has as many in flight as one session may. A subscriptions/listen
+	// stream, open for as long as its client runs, is not a request in flight.
+	if r.Header.Get(server.HeaderKeySessionID) == "" && method != "" && method != string(mcp.MethodInitialize) &&
+		method != string(mcp.MethodSubscriptionsListen) && r.URL.Path == "/mcp" {
 		caller := "caller:" + hex.EncodeToString(cred[:])
 		if !g.enter(caller) {
 			w.Header().Set("Retry-After", "1")

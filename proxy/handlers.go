@@ -278,6 +278,10 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 			rec.Outcome = audit.Input
 			return &mcp.CallToolResult{Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired}, MultiRoundTripResult: *asks}, nil
 		}
+		if errors.Is(berr, errBusy) {
+			rec.Outcome = audit.Refused
+			return errorResult("too many calls in flight for you: %d, the limit (maxCalls in toolsift's config). Wait for one to finish, then call %s again.", s.opts.MaxCalls, t.Exposed), nil
+		}
 		if mcp.IsMissingRequiredClientCapability(berr) || errors.Is(berr, mcp.ErrInvalidParams) {
 			return nil, berr // a protocol error, with its own code
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -34,6 +35,10 @@ func (b *bridge) relayed(ctx context.Context, owner string, p mcp.MultiRoundTrip
 	if err != nil {
 		return nil, nil, err
 	}
+	// The holder answers within its own wait; past it (plus a margin for the way back),
+	// the answer is not coming.
+	ctx, cancel := context.WithTimeout(ctx, b.wait+time.Minute)
+	defer cancel()
 	raw, held, err := b.relay.Send(ctx, p.RequestState, msg)
 	if err != nil {
 		return nil, nil, err
@@ -66,12 +71,9 @@ func (b *bridge) serveRelayed(ctx context.Context, id string, msg []byte) []byte
 	if err := json.Unmarshal(msg, &m); err != nil {
 		a.Error = &relayError{Message: "undecodable relay message: " + err.Error()}
 	} else {
-		b.mu.Lock()
-		rt := b.calls[id]
-		b.mu.Unlock()
 		ctx, cancel := context.WithTimeout(ctx, b.wait)
 		defer cancel()
-		res, asks, err := b.resume(ctx, rt, m.Owner, mcp.MultiRoundTripParams{InputResponses: m.InputResponses, RequestState: id})
+		res, asks, err := b.resume(ctx, m.Owner, mcp.MultiRoundTripParams{InputResponses: m.InputResponses, RequestState: id})
 		var missing mcp.MissingRequiredClientCapabilityError
 		switch {
 		case errors.As(err, &missing):

@@ -37,11 +37,16 @@ const gatherWindow = 20 * time.Millisecond
 // bridge holds the calls of 2026-07-28 clients that wait for their client's input.
 type bridge struct {
 	wait  time.Duration // how long a call waits for its client to come back
+	max   int           // calls one caller may have running (maxCalls)
 	relay Relay         // reaches calls held by other processes; nil without replicas
 	log   *slog.Logger
 	wg    sync.WaitGroup // the calls running upstream
 
-	mu     sync.Mutex // guards calls and closed
+	mu sync.Mutex // guards live, calls and closed
+	// live holds every call running here; calls, those a client may continue now, by
+	// their requestState. A request that continues one takes it out of calls until the
+	// call asks again or ends, so that a state is good for one request at a time.
+	live   map[*roundTrip]struct{}
 	calls  map[string]*roundTrip
 	closed bool
 }
@@ -60,14 +65,18 @@ type Relay interface {
 	Serve(ctx context.Context, handle func(ctx context.Context, id string, msg []byte) []byte)
 }
 
-func newBridge(wait time.Duration, relay Relay, log *slog.Logger) *bridge {
-	return &bridge{wait: wait, relay: relay, log: log, calls: map[string]*roundTrip{}}
+func newBridge(wait time.Duration, max int, relay Relay, log *slog.Logger) *bridge {
+	return &bridge{wait: wait, max: max, relay: relay, log: log, live: map[*roundTrip]struct{}{}, calls: map[string]*roundTrip{}}
 }
+
+// errBusy refuses a call past the caller's maxCalls.
+var errBusy = errors.New("too many calls in flight")
 
 // roundTrip is one request of a 2026-07-28 client whose upstream call may ask for input.
 type roundTrip struct {
 	id     string // its requestState: a new one each round (guarded by bridge.mu)
-	owner  string // the caller and request it continues (see bridge.run)
+	who    string // the caller
+	owner  string // the caller and the request it continues (see bridge.run)
 	caps   mcp.ClientCapabilities
 	asks   chan *ask     // what the upstream asks, to the request waiting for the call
 	done   chan struct{} // closed once res and err are set
@@ -107,34 +116,44 @@ func capabilitiesOf(ctx context.Context) mcp.ClientCapabilities {
 // takes the answers to the call that state names. It returns the call's outcome, or the
 // input the call waits for.
 func (b *bridge) run(ctx context.Context, who identity.User, what string, p mcp.MultiRoundTripParams, call func(context.Context) (any, error)) (any, *mcp.MultiRoundTripResult, error) {
-	owner := what + "\x00" + who.Kind.String() + "\x00" + who.Key
+	caller := who.Kind.String() + "\x00" + who.Key
+	owner := what + "\x00" + caller
 	if p.RequestState == "" {
-		rt, err := b.start(ctx, owner, call)
+		rt, err := b.start(ctx, caller, owner, call)
 		if err != nil {
 			return nil, nil, err
 		}
 		return b.await(ctx, rt)
 	}
 	b.mu.Lock()
-	rt := b.calls[p.RequestState]
+	_, here := b.calls[p.RequestState]
 	b.mu.Unlock()
-	if rt == nil && b.relay != nil && validState(p.RequestState) {
+	if !here && b.relay != nil && validState(p.RequestState) {
 		return b.relayed(ctx, owner, p)
 	}
-	return b.resume(ctx, rt, owner, p)
+	return b.resume(ctx, owner, p)
 }
 
-// resume passes a client's answers to rt, the call they continue, and waits for it.
-func (b *bridge) resume(ctx context.Context, rt *roundTrip, owner string, p mcp.MultiRoundTripParams) (any, *mcp.MultiRoundTripResult, error) {
+// resume passes a client's answers to the call they continue, and waits for it.
+func (b *bridge) resume(ctx context.Context, owner string, p mcp.MultiRoundTripParams) (any, *mcp.MultiRoundTripResult, error) {
+	b.mu.Lock()
+	rt := b.calls[p.RequestState]
 	if rt == nil || rt.owner != owner {
+		b.mu.Unlock()
 		return nil, nil, errStale(b.wait)
 	}
+	delete(b.calls, p.RequestState) // this request's now
+	b.mu.Unlock()
 	left, err := rt.take(p.InputResponses)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(left) > 0 {
-		// Answers are missing: ask again for what is still unanswered (SEP-2322).
+	if err != nil || len(left) > 0 {
+		// Nothing was handed over: the same state goes on asking for what is unanswered
+		// (SEP-2322).
+		b.mu.Lock()
+		b.calls[p.RequestState] = rt
+		b.mu.Unlock()
+		if err != nil {
+			return nil, nil, err
+		}
 		return nil, &mcp.MultiRoundTripResult{InputRequests: left, RequestState: p.RequestState}, nil
 	}
 	return b.await(ctx, rt)
@@ -155,20 +174,29 @@ func validState(s string) bool {
 // stateBytes is the size of a requestState's randomness: it cannot be guessed.
 const stateBytes = 16
 
-func (b *bridge) start(ctx context.Context, owner string, call func(context.Context) (any, error)) (*roundTrip, error) {
-	rt := &roundTrip{id: newState(), owner: owner, caps: capabilitiesOf(ctx),
+func (b *bridge) start(ctx context.Context, caller, owner string, call func(context.Context) (any, error)) (*roundTrip, error) {
+	rt := &roundTrip{id: newState(), who: caller, owner: owner, caps: capabilitiesOf(ctx),
 		asks: make(chan *ask), done: make(chan struct{}), waiting: map[string]*ask{}}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, errors.New("toolsift is shutting down")
+	}
+	running := 0
+	for other := range b.live {
+		if other.who == caller {
+			running++
+		}
+	}
+	if running >= b.max {
+		b.mu.Unlock()
+		return nil, errBusy
+	}
 	// The call outlives this request when the upstream asks for input: it waits for the
 	// client's next one.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.wait)
 	rt.cancel = cancel
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		cancel()
-		return nil, errors.New("toolsift is shutting down")
-	}
-	b.calls[rt.id] = rt
+	b.live[rt] = struct{}{}
 	b.wg.Add(1)
 	b.mu.Unlock()
 	go func() {
@@ -179,6 +207,9 @@ func (b *bridge) start(ctx context.Context, owner string, call func(context.Cont
 		// A call nobody comes back for is forgotten once it ends.
 		<-cctx.Done()
 		b.forget(rt)
+		b.mu.Lock()
+		delete(b.live, rt)
+		b.mu.Unlock()
 	}()
 	return rt, nil
 }
@@ -261,15 +292,20 @@ func newState() string {
 func (rt *roundTrip) take(responses mcp.InputResponses) (mcp.InputRequests, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	// Every answer is checked before any is handed over: a refused retry changes nothing.
+	answered := map[string]mcp.InputResponse{}
 	for key, a := range rt.waiting {
 		r, ok := responses[key]
 		if !ok {
 			continue
 		}
 		if err := r.DecodeFor(a.req.Method); err != nil || r.Elicitation == nil && r.Sampling == nil && r.Roots == nil {
-			return nil, fmt.Errorf("inputResponses[%q] is not an answer to %s: %w", key, a.req.Method, mcp.ErrInvalidParams)
+			return nil, fmt.Errorf("inputResponses[%q] is not an answer to %s; answer it again with the same requestState: %w", key, a.req.Method, mcp.ErrInvalidParams)
 		}
-		a.answer <- r
+		answered[key] = r
+	}
+	for key, r := range answered {
+		rt.waiting[key].answer <- r
 		delete(rt.waiting, key)
 	}
 	left := mcp.InputRequests{}
@@ -337,22 +373,24 @@ func (rt *roundTrip) roots(ctx context.Context) (*mcp.ListRootsResult, error) {
 	return r.Roots, nil
 }
 
+// forget makes rt's state continue nothing.
 func (b *bridge) forget(rt *roundTrip) {
 	b.mu.Lock()
 	id := rt.id
-	_, held := b.calls[id]
-	delete(b.calls, id)
+	if b.calls[id] == rt {
+		delete(b.calls, id)
+	}
 	b.mu.Unlock()
-	if held && b.relay != nil {
+	if b.relay != nil {
 		b.relay.Release(id)
 	}
 }
 
-// close ends the calls that wait and waits for them. It is idempotent.
+// close ends the calls running and waits for them. It is idempotent.
 func (b *bridge) close() {
 	b.mu.Lock()
 	b.closed = true
-	for _, rt := range b.calls {
+	for rt := range b.live {
 		rt.cancel()
 	}
 	b.mu.Unlock()

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,7 +58,7 @@ func answers(t *testing.T, asks *mcp.MultiRoundTripResult, bodies map[string]str
 
 func TestBridge(t *testing.T) {
 	ann := identity.User{Kind: identity.Person, Key: "ann"}
-	b := newBridge(time.Minute, nil, slog.New(slog.DiscardHandler))
+	b := newBridge(time.Minute, 32, nil, slog.New(slog.DiscardHandler))
 	t.Cleanup(b.close)
 	all := mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}, Roots: &struct {
 		ListChanged bool `json:"listChanged,omitempty"`
@@ -150,4 +153,96 @@ func firstKey(r *mcp.MultiRoundTripResult) string {
 		return k
 	}
 	return ""
+}
+
+// TestBridgeStateServesOneRequest: a requestState is good for one request at a time (a
+// replay while its round runs is refused, and cannot end the call the first waits for); a
+// retry with one bad answer among good ones hands over none; a caller has maxCalls calls
+// running at most.
+func TestBridgeStateServesOneRequest(t *testing.T) {
+	ann := identity.User{Kind: identity.Person, Key: "ann"}
+	b := newBridge(time.Minute, 2, nil, slog.New(slog.DiscardHandler))
+	t.Cleanup(b.close)
+	ctx := modernCtx(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}, Sampling: &mcp.SamplingCapability{}})
+	release := make(chan struct{})
+	// Asks for a name and a sample at once, then waits for release before it answers.
+	twoThenWait := func(ctx context.Context) (any, error) {
+		rt := roundTripOf(ctx)
+		var name *mcp.ElicitationResult
+		var sample *mcp.CreateMessageResult
+		var err1, err2 error
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			name, err1 = rt.elicit(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: "name?"}})
+		})
+		wg.Go(func() { sample, err2 = rt.sample(ctx, mcp.CreateMessageRequest{}) })
+		wg.Wait()
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
+		<-release
+		out, _ := json.Marshal(map[string]any{"name": name.Content, "sample": sample.Model})
+		return json.RawMessage(out), nil
+	}
+	_, asks, err := b.run(ctx, ann, "tools/call x", mcp.MultiRoundTripParams{}, twoThenWait)
+	if err != nil || asks == nil || len(asks.InputRequests) != 2 {
+		t.Fatalf("round 1: %v %+v, want both questions in one round", err, asks)
+	}
+	good := map[string]string{"elicitation/create": `{"action":"accept","content":{"name":"Ada"}}`, "sampling/createMessage": `{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m1"}`}
+	bad := map[string]string{"elicitation/create": good["elicitation/create"], "sampling/createMessage": `[1,2]`}
+	if _, _, err := b.run(ctx, ann, "tools/call x", answers(t, asks, bad), twoThenWait); !errors.Is(err, mcp.ErrInvalidParams) {
+		t.Fatalf("one bad answer among good ones: %v", err)
+	}
+	// Nothing was handed over: the same state still asks both.
+	_, again, err := b.run(ctx, ann, "tools/call x", mcp.MultiRoundTripParams{RequestState: asks.RequestState}, twoThenWait)
+	if err != nil || again == nil || len(again.InputRequests) != 2 {
+		t.Fatalf("after a refused retry: %v %+v, want both questions still asked", err, again)
+	}
+	first := make(chan error, 1)
+	go func() {
+		out, _, err := b.run(ctx, ann, "tools/call x", answers(t, asks, good), twoThenWait)
+		if err == nil && !strings.Contains(string(out.(json.RawMessage)), `"sample":"m1"`) {
+			err = fmt.Errorf("outcome %s", out)
+		}
+		first <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the first retry waits for the call
+	rctx, giveUp := context.WithTimeout(ctx, 2*time.Second)
+	if _, _, err := b.run(rctx, ann, "tools/call x", answers(t, asks, good), twoThenWait); !errors.Is(err, mcp.ErrInvalidParams) {
+		t.Errorf("a replay while its round runs: %v, want it refused", err)
+	}
+	giveUp()
+	close(release)
+	if err := <-first; err != nil {
+		t.Errorf("the first retry: %v", err)
+	}
+
+	// maxCalls: two calls running, the third refused; another caller is not counted.
+	block := make(chan struct{})
+	waits := func(ctx context.Context) (any, error) { <-block; return json.RawMessage(`{}`), nil }
+	var running sync.WaitGroup
+	for range 2 {
+		running.Go(func() { b.run(ctx, ann, "tools/call y", mcp.MultiRoundTripParams{}, waits) })
+	}
+	eventuallyTrue(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.live) == 2 })
+	if _, _, err := b.run(ctx, ann, "tools/call y", mcp.MultiRoundTripParams{}, waits); !errors.Is(err, errBusy) {
+		t.Errorf("a third call: %v, want errBusy", err)
+	}
+	bob := identity.User{Kind: identity.Person, Key: "bob"}
+	if out, _, err := b.run(ctx, bob, "tools/call y", mcp.MultiRoundTripParams{}, func(context.Context) (any, error) { return json.RawMessage(`{}`), nil }); err != nil || out == nil {
+		t.Errorf("another caller: %v", err)
+	}
+	close(block)
+	running.Wait()
+}
+
+func eventuallyTrue(t *testing.T, cond func() bool) {
+	t.Helper()
+	for range 200 {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("timed out")
 }

@@ -227,7 +227,7 @@ func New(ups Upstreams, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, log: opts.Logger, ups: redacting{ups, opts.Redactor}, sessions: map[string]*session{}, subscribers: map[string]int{}, elicited: map[string]string{}, bridge: newBridge(opts.InputWait, opts.Relay, opts.Logger)}
+	s := &Server{opts: opts, log: opts.Logger, ups: redacting{ups, opts.Redactor}, sessions: map[string]*session{}, subscribers: map[string]int{}, elicited: map[string]string{}, bridge: newBridge(opts.InputWait, opts.MaxCalls, opts.Relay, opts.Logger)}
 	s.meta.broken = opts.ConfigError
 	s.shown, s.shownDirectory = s.view(), searchToolDef(ups.Statuses(), opts.ConfigError).Description
 	hooks := &server.Hooks{}

@@ -79,7 +79,7 @@ func (r *Redis) Send(ctx context.Context, id string, msg []byte) (answer []byte,
 		if n == 0 {
 			return nil, false, nil
 		}
-		res, err := r.c.BLPop(ctx, pollEvery, reply).Result()
+		res, err := r.blocked.BLPop(ctx, pollEvery, reply).Result()
 		switch {
 		case errors.Is(err, redis.Nil):
 		case err != nil:
@@ -97,7 +97,7 @@ func (r *Redis) Serve(ctx context.Context, handle func(ctx context.Context, id s
 	defer answering.Wait()
 	for ctx.Err() == nil {
 		r.c.Set(ctx, aliveKey(r.process), 1, aliveFor)
-		res, err := r.c.BLPop(ctx, pollEvery, inboxKey(r.process)).Result()
+		res, err := r.blocked.BLPop(ctx, pollEvery, inboxKey(r.process)).Result()
 		if err != nil {
 			if !errors.Is(err, redis.Nil) && ctx.Err() == nil {
 				// Redis is down (Healthy says so): look again a little later.
@@ -116,11 +116,13 @@ func (r *Redis) Serve(ctx context.Context, handle func(ctx context.Context, id s
 			out := handle(ctx, env.ID, env.Msg)
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 			defer cancel()
-			r.c.TxPipelined(actx, func(p redis.Pipeliner) error {
+			_, err := r.c.TxPipelined(actx, func(p redis.Pipeliner) error {
 				p.RPush(actx, env.Reply, out)
 				p.Expire(actx, env.Reply, answerFor)
 				return nil
 			})
+			// Lost, the answer is waited for until the sender's deadline; Healthy says why.
+			r.note(err)
 		})
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)

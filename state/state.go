@@ -28,6 +28,7 @@ const opTimeout = 2 * time.Second
 // Redis is the shared state in a Redis server.
 type Redis struct {
 	c       *redis.Client
+	blocked *redis.Client // for reads that block (see Relay): never holding up c's pool
 	ttl     time.Duration // a session's idle timeout
 	process string        // names this process to the others (see Relay)
 
@@ -46,7 +47,7 @@ func Open(ctx context.Context, url string, ttl time.Duration) (*Redis, error) {
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = opTimeout, opTimeout, opTimeout
 	process := make([]byte, 12)
 	_, _ = rand.Read(process)
-	r := &Redis{c: redis.NewClient(opts), ttl: ttl, known: map[string]bool{}, process: hex.EncodeToString(process)}
+	r := &Redis{c: redis.NewClient(opts), blocked: redis.NewClient(opts), ttl: ttl, known: map[string]bool{}, process: hex.EncodeToString(process)}
 	if err := r.c.Ping(ctx).Err(); err != nil {
 		// Not fatal: the replica serves from memory until Redis is back (Healthy says so).
 		r.note(err)
@@ -55,7 +56,7 @@ func Open(ctx context.Context, url string, ttl time.Duration) (*Redis, error) {
 }
 
 // Close closes the connections.
-func (r *Redis) Close() error { return r.c.Close() }
+func (r *Redis) Close() error { return errors.Join(r.c.Close(), r.blocked.Close()) }
 
 // Healthy returns why Redis is not usable now, or nil.
 func (r *Redis) Healthy(ctx context.Context) error {

@@ -362,47 +362,51 @@ func TestModernRequestsActAsTheirCaller(t *testing.T) {
 }
 
 // TestModernCallsAreBounded (issue 35, an attack): requests without a session cannot be
-// counted per session, so a caller could hold any number of calls open. They are counted
-// per caller instead: past maxCalls + 8 in flight, 429 with Retry-After; once they end,
-// calls go through again.
+// counted per session, so a caller could hold any number of calls open. A caller has
+// maxCalls calls running at most: past it a call is refused at once, and once they end,
+// calls go through again. (The gate also bounds a caller's requests in flight, at
+// maxCalls + 8, with 429.)
 func TestModernCallsAreBounded(t *testing.T) {
 	cfg := config(t, fmt.Sprintf("maxCalls: 2\nmcpServers:\n  fx:\n    command: %q\n", fixtureBin))
 	base, _, _ := replica(t, cfg)
+	call := func(ctx context.Context, id int, tool string) (int, string) {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":%q,"arguments":{"n":%d}},"_meta":%s}}`, id, tool, id, modernMeta)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "call_tool")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
 	eventually(t, 20*time.Second, "fx's tools", func() bool {
-		_, res := modernRPC(t, base, "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"fx__echo","arguments":{}},"_meta":`+modernMeta+`}}`)
-		return strings.Contains(string(res), `"tool":"echo"`)
+		_, got := call(context.Background(), 1, "fx__echo")
+		return strings.Contains(got, `\"n\":1`)
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	var n429 atomic.Int32
+	var refused atomic.Int32
 	for i := range 14 {
 		wg.Go(func() {
-			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"fx__hang","arguments":{}},"_meta":%s}}`, i+2, modernMeta)
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-			req.Header.Set("Mcp-Method", "tools/call")
-			req.Header.Set("Mcp-Name", "call_tool")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return // cancelled, held to the end
+			if _, got := call(ctx, i+2, "fx__hang"); strings.Contains(got, "too many calls in flight") {
+				refused.Add(1)
 			}
-			defer resp.Body.Close()
-			if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "" {
-				n429.Add(1)
-			}
-			io.Copy(io.Discard, resp.Body)
 		})
 	}
-	eventually(t, 10*time.Second, "the calls past the bound refused", func() bool { return n429.Load() >= 4 })
+	eventually(t, 10*time.Second, "the calls past maxCalls refused", func() bool { return refused.Load() >= 12 })
 	cancel()
 	wg.Wait()
-	if n := n429.Load(); n != 4 {
-		t.Errorf("%d of 14 hanging calls refused, want 4 (10 in flight at most)", n)
+	if n := refused.Load(); n != 12 {
+		t.Errorf("%d of 14 hanging calls refused, want 12 (maxCalls 2 running)", n)
 	}
 	eventually(t, 10*time.Second, "a call once the others ended", func() bool {
-		status, res := modernRPC(t, base, "", `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"fx__echo","arguments":{"after":1}},"_meta":`+modernMeta+`}}`)
-		return status == http.StatusOK && strings.Contains(string(res), `"after":1`)
+		status, got := call(context.Background(), 99, "fx__echo")
+		return status == http.StatusOK && strings.Contains(got, `\"n\":99`)
 	})
 }
