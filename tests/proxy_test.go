@@ -998,3 +998,22 @@ func TestBrokenConfigReachesTheClient(t *testing.T) {
 		t.Errorf("a server of the broken file ran: %v", entries)
 	}
 }
+
+// TestHTTPUpstreamAsksItsClient: a streamable-HTTP server asks its client mid-call (roots
+// here; sampling and elicitation go the same way) on the GET stream, which toolsift opens:
+// the call completes with the client's answer instead of hanging until callTimeout. Both
+// plain and stateful servers.
+func TestHTTPUpstreamAsksItsClient(t *testing.T) {
+	for _, flags := range [][]string{{"--conformance"}, {"--conformance", "--stateful"}} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			base, _ := startHTTPFixtureAt(t, "127.0.0.1:0", flags...)
+			c := start(t, bin, "--config", config(t, fmt.Sprintf("mcpServers:\n  web:\n    url: %s/mcp\n    callTimeout: 20s\n", base)))
+			c.initializeWith(map[string]any{"roots": map[string]any{}})
+			began := time.Now()
+			res, _ := c.call("call_tool", map[string]any{"name": "web__test_input_required_result_list_roots", "arguments": map[string]any{}})
+			if res.IsError || !strings.Contains(res.Text(), "file:///toolsift-e2e-root") || time.Since(began) > 10*time.Second {
+				t.Errorf("a call whose server asks for the client's roots: %q after %v", res.Text(), time.Since(began))
+			}
+		})
+	}
+}

@@ -110,7 +110,12 @@ func dial(ctx context.Context, srv config.Server, version string, stderr *Tail, 
 		in := &stdinWriter{proc: proc, timeout: cmp.Or(srv.CallTimeout, DefaultCallTimeout)}
 		tr = transport.NewIO(newLineGuard(proc.stdout, srv.MaxResultBytes, slog.Default().With("upstream", srv.Name)), in, nil)
 	case config.TypeHTTP:
-		t, err := transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPBasicClient(httpClient(srv, src)))
+		// The GET stream is where a server sends what is not an answer to a request in
+		// flight: its requests mid-call (sampling, elicitation, roots) and its notices. A
+		// server that offers none answers 405 and is not asked again. The transport's own
+		// lines (its retries while a server is down) go to the debug log.
+		t, err := transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaders(srv.Headers), transport.WithHTTPBasicClient(httpClient(srv, src)),
+			transport.WithContinuousListening(), transport.WithHTTPLogger(slog.New(debugOnly{slog.Default().Handler()}).With("upstream", srv.Name)))
 		if err != nil {
 			return nil, Info{}, err
 		}
@@ -459,3 +464,19 @@ func (c *conn) Close() error {
 	})
 	return err
 }
+
+// debugOnly logs every record at debug level: for a library's lines that are news to a
+// developer, not to a user.
+type debugOnly struct{ h slog.Handler }
+
+func (d debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
+	return d.h.Enabled(ctx, slog.LevelDebug)
+}
+
+func (d debugOnly) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = slog.LevelDebug
+	return d.h.Handle(ctx, r)
+}
+
+func (d debugOnly) WithAttrs(as []slog.Attr) slog.Handler { return debugOnly{d.h.WithAttrs(as)} }
+func (d debugOnly) WithGroup(g string) slog.Handler       { return debugOnly{d.h.WithGroup(g)} }
