@@ -75,6 +75,7 @@ var errBusy = errors.New("too many calls in flight")
 // roundTrip is one request of a 2026-07-28 client whose upstream call may ask for input.
 type roundTrip struct {
 	id     string // its requestState: a new one each round (guarded by bridge.mu)
+	held   bool   // a Relay was told of it (guarded by bridge.mu)
 	who    string // the caller
 	owner  string // the caller and the request it continues (see bridge.run)
 	caps   mcp.ClientCapabilities
@@ -268,6 +269,7 @@ wait:
 	rt.id = newState()
 	b.calls[rt.id] = rt
 	state := rt.id
+	rt.held = b.relay != nil
 	b.mu.Unlock()
 	if b.relay != nil {
 		b.relay.Release(old)
@@ -376,12 +378,12 @@ func (rt *roundTrip) roots(ctx context.Context) (*mcp.ListRootsResult, error) {
 // forget makes rt's state continue nothing.
 func (b *bridge) forget(rt *roundTrip) {
 	b.mu.Lock()
-	id := rt.id
+	id, held := rt.id, rt.held
 	if b.calls[id] == rt {
 		delete(b.calls, id)
 	}
 	b.mu.Unlock()
-	if b.relay != nil {
+	if held {
 		b.relay.Release(id)
 	}
 }
