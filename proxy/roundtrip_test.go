@@ -206,7 +206,13 @@ func TestBridgeStateServesOneRequest(t *testing.T) {
 		}
 		first <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // the first retry waits for the call
+	// The first retry has taken the state and waits for the call.
+	eventuallyTrue(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		_, free := b.calls[asks.RequestState]
+		return !free
+	})
 	rctx, giveUp := context.WithTimeout(ctx, 2*time.Second)
 	if _, _, err := b.run(rctx, ann, "tools/call x", answers(t, asks, good), twoThenWait); !errors.Is(err, mcp.ErrInvalidParams) {
 		t.Errorf("a replay while its round runs: %v, want it refused", err)

@@ -27,6 +27,7 @@ import (
 type modernClient struct {
 	*httpSession
 	asked atomic.Int32 // questions its user was asked
+	acked atomic.Int32 // subscriptions/listen streams the server acknowledged
 }
 
 // Elicit answers every form with a name and a colour.
@@ -49,10 +50,13 @@ func connectModern(t *testing.T, base string, elicits bool, opts ...transport.St
 	}
 	c.Client = mcpclient.NewClient(tr, copts...)
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+		switch n.Method {
+		case string(mcp.MethodNotificationToolsListChanged):
 			c.mu.Lock()
 			c.changed++
 			c.mu.Unlock()
+		case mcp.MethodNotificationSubscriptionsAcknowledged:
+			c.acked.Add(1)
 		}
 	})
 	if err := c.Start(context.Background()); err != nil {
@@ -159,7 +163,7 @@ func TestModernClient(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	listened := make(chan error, 1)
 	go func() { listened <- c.Listen(ctx, mcp.SubscriptionFilter{ToolsListChanged: true}) }()
-	time.Sleep(300 * time.Millisecond) // the stream is open
+	eventually(t, 10*time.Second, "the listen stream acknowledged", func() bool { return c.acked.Load() > 0 })
 	if res, err := c.callTool(t, "fx__retool", map[string]any{"add": []string{"shiny"}}); err != nil || res.IsError {
 		t.Fatalf("retool: %v %v", err, res)
 	}
