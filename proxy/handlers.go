@@ -255,6 +255,8 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		if json.Unmarshal(params, &m) != nil {
 			return
 		}
+		// This request's token: a 2026-07-28 call's later rounds are requests of their own.
+		m["progressToken"] = token
 		// Through the calling request's session, so that progress reaches the caller on
 		// every transport.
 		if sess.conn.Notify(ctx, string(mcp.MethodNotificationProgress), m) == nil {
@@ -271,8 +273,12 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	var raw json.RawMessage
 	var err error
 	if stable(ctx) {
-		out, asks, berr := s.bridge.run(ctx, sess.who(), "tools/call "+t.Exposed, req.Params.MultiRoundTripParams, func(ctx context.Context) (any, error) {
-			return s.ups.Call(ctx, t.Exposed, args.Arguments, token, progress)
+		var notify func(json.RawMessage)
+		if token != nil {
+			notify = progress
+		}
+		out, asks, berr := s.bridge.run(ctx, sess.who(), "tools/call "+t.Exposed, req.Params.MultiRoundTripParams, notify, func(ctx context.Context) (any, error) {
+			return s.ups.Call(ctx, t.Exposed, args.Arguments, token, roundTripOf(ctx).progress)
 		})
 		if asks != nil {
 			rec.Outcome = audit.Input

@@ -22,7 +22,7 @@ func (s *Server) getPrompt(p upstream.Prompt) server.PromptHandlerFunc {
 			return nil, fmt.Errorf("prompt %q not found", req.Params.Name)
 		}
 		if stable(ctx) {
-			out, asks, err := s.bridge.run(ctx, s.sessionFrom(ctx).who(), "prompts/get "+req.Params.Name, req.Params.MultiRoundTripParams, func(ctx context.Context) (any, error) {
+			out, asks, err := s.bridge.run(ctx, s.sessionFrom(ctx).who(), "prompts/get "+req.Params.Name, req.Params.MultiRoundTripParams, nil, func(ctx context.Context) (any, error) {
 				return s.ups.Request(s.asOwner(ctx), p.Server, "prompts/get", params)
 			})
 			if asks != nil {

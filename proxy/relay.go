@@ -73,7 +73,8 @@ func (b *bridge) serveRelayed(ctx context.Context, id string, msg []byte) []byte
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, b.wait)
 		defer cancel()
-		res, asks, err := b.resume(ctx, m.Owner, mcp.MultiRoundTripParams{InputResponses: m.InputResponses, RequestState: id})
+		// The progress of a call held here cannot reach a request another replica serves.
+		res, asks, err := b.resume(ctx, m.Owner, mcp.MultiRoundTripParams{InputResponses: m.InputResponses, RequestState: id}, nil)
 		var missing mcp.MissingRequiredClientCapabilityError
 		switch {
 		case errors.As(err, &missing):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,9 +86,10 @@ type roundTrip struct {
 	err    error
 	cancel context.CancelFunc
 
-	mu      sync.Mutex // guards waiting and next
+	mu      sync.Mutex // guards waiting, next and notify
 	waiting map[string]*ask
 	next    int
+	notify  func(json.RawMessage) // the progress of the request waiting now, if any
 }
 
 // ask is one request of the upstream server for its client.
@@ -116,15 +118,18 @@ func capabilitiesOf(ctx context.Context) mcp.ClientCapabilities {
 // run serves a request of a 2026-07-28 client: it starts call, or, given a requestState,
 // takes the answers to the call that state names. It returns the call's outcome, or the
 // input the call waits for.
-func (b *bridge) run(ctx context.Context, who identity.User, what string, p mcp.MultiRoundTripParams, call func(context.Context) (any, error)) (any, *mcp.MultiRoundTripResult, error) {
+//
+// notify, if not nil, receives the call's progress while this request waits for it: each
+// round is a request of its own, with its own progress token.
+func (b *bridge) run(ctx context.Context, who identity.User, what string, p mcp.MultiRoundTripParams, notify func(json.RawMessage), call func(context.Context) (any, error)) (any, *mcp.MultiRoundTripResult, error) {
 	caller := who.Kind.String() + "\x00" + who.Key
 	owner := what + "\x00" + caller
 	if p.RequestState == "" {
-		rt, err := b.start(ctx, caller, owner, call)
+		rt, err := b.start(ctx, caller, owner, notify, call)
 		if err != nil {
 			return nil, nil, err
 		}
-		return b.await(ctx, rt)
+		return b.await(ctx, rt, notify)
 	}
 	b.mu.Lock()
 	_, here := b.calls[p.RequestState]
@@ -132,11 +137,11 @@ func (b *bridge) run(ctx context.Context, who identity.User, what string, p mcp.
 	if !here && b.relay != nil && validState(p.RequestState) {
 		return b.relayed(ctx, owner, p)
 	}
-	return b.resume(ctx, owner, p)
+	return b.resume(ctx, owner, p, notify)
 }
 
 // resume passes a client's answers to the call they continue, and waits for it.
-func (b *bridge) resume(ctx context.Context, owner string, p mcp.MultiRoundTripParams) (any, *mcp.MultiRoundTripResult, error) {
+func (b *bridge) resume(ctx context.Context, owner string, p mcp.MultiRoundTripParams, notify func(json.RawMessage)) (any, *mcp.MultiRoundTripResult, error) {
 	b.mu.Lock()
 	rt := b.calls[p.RequestState]
 	if rt == nil || rt.owner != owner {
@@ -157,7 +162,7 @@ func (b *bridge) resume(ctx context.Context, owner string, p mcp.MultiRoundTripP
 		}
 		return nil, &mcp.MultiRoundTripResult{InputRequests: left, RequestState: p.RequestState}, nil
 	}
-	return b.await(ctx, rt)
+	return b.await(ctx, rt, notify)
 }
 
 // errStale answers a requestState that names no call of this caller's: a made-up or
@@ -175,9 +180,10 @@ func validState(s string) bool {
 // stateBytes is the size of a requestState's randomness: it cannot be guessed.
 const stateBytes = 16
 
-func (b *bridge) start(ctx context.Context, caller, owner string, call func(context.Context) (any, error)) (*roundTrip, error) {
+func (b *bridge) start(ctx context.Context, caller, owner string, notify func(json.RawMessage), call func(context.Context) (any, error)) (*roundTrip, error) {
+	// notify is set before the call starts: progress may come at once.
 	rt := &roundTrip{id: newState(), who: caller, owner: owner, caps: capabilitiesOf(ctx),
-		asks: make(chan *ask), done: make(chan struct{}), waiting: map[string]*ask{}}
+		asks: make(chan *ask), done: make(chan struct{}), waiting: map[string]*ask{}, notify: notify}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -216,7 +222,15 @@ func (b *bridge) start(ctx context.Context, caller, owner string, call func(cont
 }
 
 // await waits for the call to end or to ask for input.
-func (b *bridge) await(ctx context.Context, rt *roundTrip) (any, *mcp.MultiRoundTripResult, error) {
+func (b *bridge) await(ctx context.Context, rt *roundTrip, notify func(json.RawMessage)) (any, *mcp.MultiRoundTripResult, error) {
+	rt.mu.Lock()
+	rt.notify = notify
+	rt.mu.Unlock()
+	defer func() {
+		rt.mu.Lock()
+		rt.notify = nil
+		rt.mu.Unlock()
+	}()
 	var asked []*ask
 	var quiet <-chan time.Time
 wait:
@@ -315,6 +329,17 @@ func (rt *roundTrip) take(responses mcp.InputResponses) (mcp.InputRequests, erro
 		left[key] = a.req
 	}
 	return left, nil
+}
+
+// progress passes the call's progress to the request that waits for it now; while none
+// does, it is dropped.
+func (rt *roundTrip) progress(params json.RawMessage) {
+	rt.mu.Lock()
+	notify := rt.notify
+	rt.mu.Unlock()
+	if notify != nil {
+		notify(params)
+	}
 }
 
 // ask passes an upstream's request to the client and waits for its answer. A request the

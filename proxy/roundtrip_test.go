@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -66,7 +67,7 @@ func TestBridge(t *testing.T) {
 	ctx := modernCtx(all)
 
 	// Two rounds, one question each, then the outcome.
-	_, asks, err := b.run(ctx, ann, "tools/call x", mcp.MultiRoundTripParams{}, asking)
+	_, asks, err := b.run(ctx, ann, "tools/call x", mcp.MultiRoundTripParams{}, nil, asking)
 	if err != nil || asks == nil || len(asks.InputRequests) != 1 {
 		t.Fatalf("round 1: %v %+v", err, asks)
 	}
@@ -89,7 +90,7 @@ func TestBridge(t *testing.T) {
 		{"an answer that is no answer", ann, "tools/call x", answers(t, asks, map[string]string{"elicitation/create": `"yes"`}), mcp.ErrInvalidParams, false},
 	}
 	for _, tt := range hostile {
-		_, again, err := b.run(ctx, tt.who, tt.what, tt.p, asking)
+		_, again, err := b.run(ctx, tt.who, tt.what, tt.p, nil, asking)
 		switch {
 		case tt.code != nil && !errors.Is(err, tt.code):
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.code)
@@ -97,7 +98,7 @@ func TestBridge(t *testing.T) {
 			t.Errorf("%s: %v %+v, want the question asked again", tt.name, err, again)
 		}
 	}
-	_, asks, err = b.run(ctx, ann, "tools/call x", answers(t, asks, map[string]string{"elicitation/create": `{"action":"accept","content":{"name":"Ada"}}`}), asking)
+	_, asks, err = b.run(ctx, ann, "tools/call x", answers(t, asks, map[string]string{"elicitation/create": `{"action":"accept","content":{"name":"Ada"}}`}), nil, asking)
 	if err != nil || asks == nil {
 		t.Fatalf("round 2: %v %+v", err, asks)
 	}
@@ -107,17 +108,17 @@ func TestBridge(t *testing.T) {
 	if r := asks.InputRequests[firstKey(asks)]; r.Method != mcp.MethodListRoots {
 		t.Fatalf("round 2 asks %s, want roots/list", r.Method)
 	}
-	out, asks, err := b.run(ctx, ann, "tools/call x", answers(t, asks, map[string]string{"roots/list": `{"roots":[{"uri":"file:///a"}]}`}), asking)
+	out, asks, err := b.run(ctx, ann, "tools/call x", answers(t, asks, map[string]string{"roots/list": `{"roots":[{"uri":"file:///a"}]}`}), nil, asking)
 	if err != nil || asks != nil || string(out.(json.RawMessage)) != `{"action":"accept","content":{"name":"Ada"},"roots":1}` {
 		t.Fatalf("outcome: %s %+v %v", out, asks, err)
 	}
-	if _, _, err := b.run(ctx, ann, "tools/call x", mcp.MultiRoundTripParams{RequestState: state}, asking); !errors.Is(err, mcp.ErrInvalidParams) {
+	if _, _, err := b.run(ctx, ann, "tools/call x", mcp.MultiRoundTripParams{RequestState: state}, nil, asking); !errors.Is(err, mcp.ErrInvalidParams) {
 		t.Errorf("the state of an ended call: %v", err)
 	}
 
 	// A client that declared neither: the question is declined for it, and the roots it
 	// cannot give end the call with -32021, naming them.
-	_, _, err = b.run(modernCtx(mcp.ClientCapabilities{}), ann, "tools/call x", mcp.MultiRoundTripParams{}, asking)
+	_, _, err = b.run(modernCtx(mcp.ClientCapabilities{}), ann, "tools/call x", mcp.MultiRoundTripParams{}, nil, asking)
 	var missing mcp.MissingRequiredClientCapabilityError
 	if !errors.As(err, &missing) || missing.Capability != "roots" {
 		t.Errorf("a client without roots: %v, want -32021 for roots", err)
@@ -127,7 +128,7 @@ func TestBridge(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	ended := make(chan struct{})
 	go func() {
-		b.run(cctx, ann, "tools/call x", mcp.MultiRoundTripParams{}, func(ctx context.Context) (any, error) {
+		b.run(cctx, ann, "tools/call x", mcp.MultiRoundTripParams{}, nil, func(ctx context.Context) (any, error) {
 			<-ctx.Done()
 			close(ended)
 			return nil, ctx.Err()
@@ -180,27 +181,31 @@ func TestBridgeStateServesOneRequest(t *testing.T) {
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, err
 		}
-		<-release
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		out, _ := json.Marshal(map[string]any{"name": name.Content, "sample": sample.Model})
 		return json.RawMessage(out), nil
 	}
-	_, asks, err := b.run(ctx, ann, "tools/call x", mcp.MultiRoundTripParams{}, twoThenWait)
+	_, asks, err := b.run(ctx, ann, "tools/call x", mcp.MultiRoundTripParams{}, nil, twoThenWait)
 	if err != nil || asks == nil || len(asks.InputRequests) != 2 {
 		t.Fatalf("round 1: %v %+v, want both questions in one round", err, asks)
 	}
 	good := map[string]string{"elicitation/create": `{"action":"accept","content":{"name":"Ada"}}`, "sampling/createMessage": `{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m1"}`}
 	bad := map[string]string{"elicitation/create": good["elicitation/create"], "sampling/createMessage": `[1,2]`}
-	if _, _, err := b.run(ctx, ann, "tools/call x", answers(t, asks, bad), twoThenWait); !errors.Is(err, mcp.ErrInvalidParams) {
+	if _, _, err := b.run(ctx, ann, "tools/call x", answers(t, asks, bad), nil, twoThenWait); !errors.Is(err, mcp.ErrInvalidParams) {
 		t.Fatalf("one bad answer among good ones: %v", err)
 	}
 	// Nothing was handed over: the same state still asks both.
-	_, again, err := b.run(ctx, ann, "tools/call x", mcp.MultiRoundTripParams{RequestState: asks.RequestState}, twoThenWait)
+	_, again, err := b.run(ctx, ann, "tools/call x", mcp.MultiRoundTripParams{RequestState: asks.RequestState}, nil, twoThenWait)
 	if err != nil || again == nil || len(again.InputRequests) != 2 {
 		t.Fatalf("after a refused retry: %v %+v, want both questions still asked", err, again)
 	}
 	first := make(chan error, 1)
 	go func() {
-		out, _, err := b.run(ctx, ann, "tools/call x", answers(t, asks, good), twoThenWait)
+		out, _, err := b.run(ctx, ann, "tools/call x", answers(t, asks, good), nil, twoThenWait)
 		if err == nil && !strings.Contains(string(out.(json.RawMessage)), `"sample":"m1"`) {
 			err = fmt.Errorf("outcome %s", out)
 		}
@@ -214,7 +219,7 @@ func TestBridgeStateServesOneRequest(t *testing.T) {
 		return !free
 	})
 	rctx, giveUp := context.WithTimeout(ctx, 2*time.Second)
-	if _, _, err := b.run(rctx, ann, "tools/call x", answers(t, asks, good), twoThenWait); !errors.Is(err, mcp.ErrInvalidParams) {
+	if _, _, err := b.run(rctx, ann, "tools/call x", answers(t, asks, good), nil, twoThenWait); !errors.Is(err, mcp.ErrInvalidParams) {
 		t.Errorf("a replay while its round runs: %v, want it refused", err)
 	}
 	giveUp()
@@ -223,19 +228,27 @@ func TestBridgeStateServesOneRequest(t *testing.T) {
 		t.Errorf("the first retry: %v", err)
 	}
 
-	// maxCalls: two calls running, the third refused; another caller is not counted.
+	// maxCalls: two calls running, the third refused; another caller is not counted. (The
+	// call above is gone once its goroutine has seen it end.)
+	eventuallyTrue(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.live) == 0 })
 	block := make(chan struct{})
-	waits := func(ctx context.Context) (any, error) { <-block; return json.RawMessage(`{}`), nil }
+	waits := func(ctx context.Context) (any, error) {
+		select {
+		case <-block:
+		case <-ctx.Done():
+		}
+		return json.RawMessage(`{}`), nil
+	}
 	var running sync.WaitGroup
 	for range 2 {
-		running.Go(func() { b.run(ctx, ann, "tools/call y", mcp.MultiRoundTripParams{}, waits) })
+		running.Go(func() { b.run(ctx, ann, "tools/call y", mcp.MultiRoundTripParams{}, nil, waits) })
 	}
 	eventuallyTrue(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.live) == 2 })
-	if _, _, err := b.run(ctx, ann, "tools/call y", mcp.MultiRoundTripParams{}, waits); !errors.Is(err, errBusy) {
+	if _, _, err := b.run(ctx, ann, "tools/call y", mcp.MultiRoundTripParams{}, nil, waits); !errors.Is(err, errBusy) {
 		t.Errorf("a third call: %v, want errBusy", err)
 	}
 	bob := identity.User{Kind: identity.Person, Key: "bob"}
-	if out, _, err := b.run(ctx, bob, "tools/call y", mcp.MultiRoundTripParams{}, func(context.Context) (any, error) { return json.RawMessage(`{}`), nil }); err != nil || out == nil {
+	if out, _, err := b.run(ctx, bob, "tools/call y", mcp.MultiRoundTripParams{}, nil, func(context.Context) (any, error) { return json.RawMessage(`{}`), nil }); err != nil || out == nil {
 		t.Errorf("another caller: %v", err)
 	}
 	close(block)
@@ -251,4 +264,44 @@ func eventuallyTrue(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("timed out")
+}
+
+// TestBridgeProgressGoesToTheWaitingRequest: each round is a request of its own, so a call's
+// progress goes to the request waiting for it now, never to one that has ended.
+func TestBridgeProgressGoesToTheWaitingRequest(t *testing.T) {
+	ann := identity.User{Kind: identity.Person, Key: "ann"}
+	b := newBridge(time.Minute, 32, nil, slog.New(slog.DiscardHandler))
+	t.Cleanup(b.close)
+	ctx := modernCtx(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}})
+	confirmThenWork := func(ctx context.Context) (any, error) {
+		rt := roundTripOf(ctx)
+		rt.progress(json.RawMessage(`{"progress":0}`))
+		if _, err := rt.elicit(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: "go?"}}); err != nil {
+			return nil, err
+		}
+		for i := 1; i <= 3; i++ {
+			rt.progress(json.RawMessage(fmt.Sprintf(`{"progress":%d}`, i)))
+		}
+		return json.RawMessage(`{}`), nil
+	}
+	var mu sync.Mutex
+	got := map[string][]string{}
+	to := func(round string) func(json.RawMessage) {
+		return func(p json.RawMessage) { mu.Lock(); got[round] = append(got[round], string(p)); mu.Unlock() }
+	}
+	_, asks, err := b.run(ctx, ann, "tools/call x", mcp.MultiRoundTripParams{}, to("first"), confirmThenWork)
+	if err != nil || asks == nil {
+		t.Fatalf("round 1: %v %+v", err, asks)
+	}
+	if _, _, err := b.run(ctx, ann, "tools/call x", answers(t, asks, map[string]string{"elicitation/create": `{"action":"accept"}`}), to("second"), confirmThenWork); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{`{"progress":0}`}; !slices.Equal(got["first"], want) {
+		t.Errorf("the first request got %v, want %v", got["first"], want)
+	}
+	if want := []string{`{"progress":1}`, `{"progress":2}`, `{"progress":3}`}; !slices.Equal(got["second"], want) {
+		t.Errorf("the second request got %v, want %v", got["second"], want)
+	}
 }
