@@ -168,7 +168,7 @@ func (b *bridge) resume(ctx context.Context, owner string, p mcp.MultiRoundTripP
 // errStale answers a requestState that names no call of this caller's: a made-up or
 // changed one, another caller's, or one whose call ended.
 func errStale(wait time.Duration) error {
-	return fmt.Errorf("requestState names no call of yours waiting for input (a call waits %s); make the request again without requestState and inputResponses: %w", wait, mcp.ErrInvalidParams)
+	return fmt.Errorf("requestState names no call of yours waiting for input (a call waits as long as its server's callTimeout, %s at most); make the request again without requestState and inputResponses: %w", wait, mcp.ErrInvalidParams)
 }
 
 // validState reports whether s could be a requestState the bridge made.
