@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/dashboard"
 	"github.com/toolsift/toolsift/embedding"
 	"github.com/toolsift/toolsift/gate"
 	"github.com/toolsift/toolsift/internal/audit"
+	"github.com/toolsift/toolsift/internal/dirs"
 	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/internal/logbuf"
 	"github.com/toolsift/toolsift/internal/parent"
@@ -25,6 +27,7 @@ import (
 	"github.com/toolsift/toolsift/proxy"
 	"github.com/toolsift/toolsift/signin"
 	"github.com/toolsift/toolsift/state"
+	"github.com/toolsift/toolsift/stats"
 	"github.com/toolsift/toolsift/telemetry"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -164,6 +167,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if addr != "" {
 		metrics = telemetry.NewMetrics(pool.Statuses)
 	}
+	// Counted per process, kept in the state folder every toolsift process of the user
+	// writes to; closed after the proxy, which records into it.
+	counts := openStats(log)
+	defer counts.Close()
 	var signIn proxy.SignIn
 	if pages != nil {
 		signIn = pages
@@ -171,7 +178,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion(), MaxCalls: cfg.MaxCalls,
 		MaxUnlocked: cfg.MaxUnlocked, ListAllUnder: cfg.ListAllUnder, Groups: cfg.Groups, Embeddings: emb,
 		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red, ConfigError: broken, Audit: auditLog, SignIn: signIn, Metrics: metrics,
-		Sessions: sessionStore(shared), Relay: relay(shared), SessionIdleTimeout: cfg.HTTP.SessionIdleTimeout})
+		Sessions: sessionStore(shared), Relay: relay(shared), SessionIdleTimeout: cfg.HTTP.SessionIdleTimeout,
+		Stats: counts, Savings: cfg.Search.SavingsLine})
 	defer srv.Close() // waits for an index build in progress; runs before the pool closes
 	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
 	if addr != "" {
@@ -206,9 +214,29 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	return nil
 }
 
+// openStats starts counting into the state folder's stats, or, when there is no state
+// folder, counting for the savings line alone.
+func openStats(log *slog.Logger) *stats.Recorder {
+	var store *stats.Store
+	if dir, err := dirs.State(); err != nil {
+		log.Warn("stats not kept: no state folder", "error", err)
+	} else if store, err = stats.Open(dir); err != nil {
+		log.Warn("stats not kept", "error", err)
+	}
+	return stats.NewRecorder(store, stats.RecorderOptions{Logger: log})
+}
+
 // serveHTTP serves until ctx ends, then stops accepting, lets requests in flight finish (up
 // to 10s) and returns; the caller then closes the upstreams.
 func serveHTTP(ctx context.Context, srv *proxy.Server, full *config.Config, addr string, pages http.Handler, metrics *telemetry.Metrics, shared *state.Redis, log *slog.Logger) error {
+	var ui http.Handler
+	if store, err := statsStore(); err == nil {
+		ui = dashboard.New(dashboard.Source{Store: store, Logger: log,
+			Servers: func() []dashboard.Server { return dashboardServers(srv.Statuses(), nil) },
+			Keywords: func(ctx context.Context, server, tool string, words []string) error {
+				return editConfig(ctx, full.File, func(old []byte) ([]byte, error) { return config.AddKeywords(old, server, tool, words) })
+			}})
+	}
 	cfg := full.HTTP
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -236,7 +264,7 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, full *config.Config, addr
 		Metrics: metrics.Handler(), MetricsPublic: full.Metrics.Public, Shared: gateShared(shared),
 		Tokens: cfg.Tokens, Named: named, OIDC: oidc, Pages: pages, AllowedOrigins: cfg.AllowedOrigins, SessionIdleTimeout: cfg.SessionIdleTimeout,
 		ReadTimeout: cfg.ReadTimeout, MaxConnections: cfg.MaxConnections,
-		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken,
+		MaxSessions: cfg.MaxSessions, MaxSessionsPerToken: cfg.MaxSessionsPerToken, UI: ui,
 	})
 	log.Info("shut down")
 	return err

@@ -288,7 +288,7 @@ func Parse(file string, data []byte, getenv func(string) (string, bool)) (*Confi
 		return nil, syntaxError(file, data, err)
 	}
 	p := &parser{file: file, getenv: getenv}
-	cfg := &Config{File: file, Search: Search{Sampling: SamplingOff}}
+	cfg := &Config{File: file, Search: Search{Sampling: SamplingOff, SavingsLine: true}}
 	if len(doc.Content) == 0 {
 		return nil, &Error{File: file, Msg: "empty file: want a mapping with an mcpServers key"}
 	}

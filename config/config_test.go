@@ -408,13 +408,16 @@ func TestSearchSettings(t *testing.T) {
 		want      Search
 		wantError string
 	}{
-		{yaml: "", want: Search{Sampling: SamplingOff}},
-		{yaml: "search: {sampling: auto}\n", want: Search{Sampling: SamplingAuto}},
-		{yaml: "search:\n  sampling: off\n", want: Search{Sampling: SamplingOff}},
+		{yaml: "", want: Search{Sampling: SamplingOff, SavingsLine: true}},
+		{yaml: "search: {sampling: auto}\n", want: Search{Sampling: SamplingAuto, SavingsLine: true}},
+		{yaml: "search:\n  sampling: off\n", want: Search{Sampling: SamplingOff, SavingsLine: true}},
 		{yaml: "search:\n  embeddings:\n    url: http://127.0.0.1:11434/v1/\n    model: nomic-embed-text\n",
-			want: Search{Sampling: SamplingOff, Embeddings: Embeddings{URL: "http://127.0.0.1:11434/v1", Model: "nomic-embed-text", Timeout: DefaultEmbeddingsTimeout}}},
+			want: Search{Sampling: SamplingOff, SavingsLine: true, Embeddings: Embeddings{URL: "http://127.0.0.1:11434/v1", Model: "nomic-embed-text", Timeout: DefaultEmbeddingsTimeout}}},
 		{yaml: "search:\n  embeddings: {url: \"https://api.openai.com/v1\", model: text-embedding-3-small, apiKey: \"${OPENAI_API_KEY}\", timeout: 2s}\n  sampling: auto\n",
-			want: Search{Sampling: SamplingAuto, Embeddings: Embeddings{URL: "https://api.openai.com/v1", Model: "text-embedding-3-small", APIKey: "sk-test", Timeout: 2 * time.Second}}},
+			want: Search{Sampling: SamplingAuto, SavingsLine: true, Embeddings: Embeddings{URL: "https://api.openai.com/v1", Model: "text-embedding-3-small", APIKey: "sk-test", Timeout: 2 * time.Second}}},
+		{yaml: "search:\n  savingsLine: false\n", want: Search{Sampling: SamplingOff}},
+		{yaml: "search:\n  savingsLine: off\n", wantError: "c.yaml:2: search.savingsLine"},
+		{yaml: "search:\n  savingLine: false\n", wantError: "did you mean savingsLine?"},
 		{yaml: "search: [a]\n", wantError: "c.yaml:1: search: want a mapping"},
 		{yaml: "search:\n  sampling: on\n", wantError: `c.yaml:2: search.sampling: "on": want auto or off`},
 		{yaml: "search:\n  sampling: [auto]\n", wantError: "c.yaml:2: search.sampling: want a string"},

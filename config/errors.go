@@ -110,7 +110,7 @@ var (
 	serverKeys  = []string{"type", "command", "args", "env", "cwd", "url", "headers", "prefix", "description", "alwaysLoad", "allow", "deny", "disabled", "tools", "callTimeout", "startupTimeout", "lazyStart", "idleTimeout", "maxResultBytes", "concurrency", "oauth", "access"}
 	oauthKeys   = []string{"clientId", "clientSecret", "scopes", "redirectUri", "clientMetadataUrl"}
 	toolKeys    = []string{"keywords", "description", "alwaysLoad", "access"}
-	searchKeys  = []string{"embeddings", "sampling"}
+	searchKeys  = []string{"embeddings", "sampling", "savingsLine"}
 	// embeddingsKeys are the keys of search.embeddings.
 	embeddingsKeys = []string{"url", "model", "apiKey", "timeout"}
 )

@@ -15,6 +15,9 @@ type Search struct {
 	Embeddings Embeddings
 	// Sampling is SamplingOff (the default) or SamplingAuto.
 	Sampling string
+	// SavingsLine ends each tool_search result with one line of what toolsift saves
+	// (savingsLine; on unless set to false).
+	SavingsLine bool
 }
 
 // Values of Search.Sampling.
@@ -62,11 +65,11 @@ func (p *parser) toolSearch(n *yaml.Node, at string) int {
 	return 0
 }
 
-// search reads the search mapping: embeddings and sampling.
+// search reads the search mapping: embeddings, sampling and savingsLine.
 func (p *parser) search(n *yaml.Node, at string) Search {
-	s := Search{Sampling: SamplingOff}
+	s := Search{Sampling: SamplingOff, SavingsLine: true}
 	if n.Kind != yaml.MappingNode {
-		p.errorf(n, at, "want a mapping with embeddings and/or sampling, got %s", kindName(n))
+		p.errorf(n, at, "want a mapping with embeddings, sampling or savingsLine, got %s", kindName(n))
 		return s
 	}
 	p.fields(n, at, func(key string, v *yaml.Node, at string) {
@@ -80,6 +83,8 @@ func (p *parser) search(n *yaml.Node, at string) Search {
 			default:
 				p.errorf(v, at, "%q: want auto or off", mode)
 			}
+		case "savingsLine":
+			s.SavingsLine = p.bool(v, at)
 		default:
 			p.unknownKey(v, at, key, searchKeys)
 		}

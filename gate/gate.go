@@ -78,6 +78,9 @@ type Options struct {
 	// Pages, if set, serves the sign-in pages people open in their browsers, at /connect/
 	// and /oauth/callback: without a bearer token, as a browser has none (see signin).
 	Pages http.Handler
+	// UI, if set, serves the dashboard at /ui/, to those who pass authentication (a
+	// browser signs in with its token at /ui/login).
+	UI http.Handler
 	// AllowedOrigins are browser origins allowed besides localhost ones. A request with any
 	// other Origin header gets 403: DNS-rebinding protection.
 	AllowedOrigins []string
@@ -354,6 +357,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.metrics(w, r)
 		return
 	}
+	if g.opts.UI != nil && (r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, "/ui/")) {
+		g.ui(w, r)
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") ||
 		g.opts.Pages != nil && (strings.HasPrefix(r.URL.Path, "/connect/") || r.URL.Path == "/oauth/callback") {
 		// Public: how a client learns where to sign in, and the pages a browser opens.
@@ -438,7 +445,7 @@ func (g *gate) wellFormed(w http.ResponseWriter, r *http.Request) bool {
 		// Nothing after a chunked body is read as a request: see framedConn.
 		w.Header().Set("Connection", "close")
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
+	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) && !uiSameOrigin(r, origin) {
 		refuse(w, "Forbidden: origin "+origin+" is not allowed", http.StatusForbidden)
 		return false
 	}

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"github.com/toolsift/toolsift/stats"
+
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -24,6 +26,10 @@ func (s *Server) CatalogChanged() {
 	s.finder.Changed()
 	s.syncPromptsAndResources()
 	s.announceChanges()
+	if s.opts.Stats != nil {
+		v := s.view()
+		s.opts.Stats.Catalog(stats.Listing{Catalog: v.cat, All: func() []stats.Def { return allDefs(v) }})
+	}
 }
 
 // announceChanges sends list_changed to each session whose tools/list is no longer what it

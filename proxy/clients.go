@@ -64,6 +64,7 @@ func (s *Server) afterInitialize(ctx context.Context, _ any, req *mcp.Initialize
 	sess.urlElicit = req.Params.Capabilities.Elicitation != nil && req.Params.Capabilities.Elicitation.URL != nil
 	sess.mu.Unlock()
 	s.persist(ctx, sess)
+	s.opts.Stats.Opened(name)
 	s.log.Info("client connected", "session", sess.id, "client", name, "client_version", req.Params.ClientInfo.Version,
 		"protocol", req.Params.ProtocolVersion, "holds", !h.noHold)
 	s.watchers.tell(ctx, initialized, sess.id)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolsift/toolsift/internal/trace"
 	"github.com/toolsift/toolsift/search"
+	"github.com/toolsift/toolsift/stats"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -58,6 +59,9 @@ type SearchResult struct {
 	// Unavailable lists servers whose tools could not be searched.
 	Unavailable []string `json:"unavailable,omitempty"`
 	Hint        string   `json:"hint"`
+	// Savings is one line for a human reading the transcript: the tools behind the search
+	// and the tokens a direct listing of them would have sent (Options.Savings).
+	Savings string `json:"savings,omitempty"`
 }
 
 // maxQueryBytes bounds a tool_search query: it is logged and echoed in the result, and a
@@ -93,6 +97,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	ctx, span := trace.Start(s.traced(ctx, req), "tools/call tool_search", attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", "tool_search"))
 	defer span.End()
 	sess := s.sessionFrom(ctx)
+	carried := s.listing(ctx, sess) // what the model request that searched carried
 	unlocks := !stable(ctx) && !s.fitsAll(s.view())
 	s.learnAll(ctx, sess)
 	find := finder.Request{Query: q, Text: *args.Query, Limit: limit, Admits: sess.admits()}
@@ -161,7 +166,15 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		"duration_ms", time.Since(start).Milliseconds())
 	s.opts.Metrics.Searched(len(found.Hits), time.Since(start))
 	span.SetAttributes(attribute.Int("toolsift.matches", len(found.Hits)))
-	return searchResult(sess, res, matched), nil
+	if s.opts.Savings {
+		res.Savings = s.savings(ctx, sess, v)
+	}
+	out := searchResult(sess, res, matched)
+	if s.opts.Stats != nil {
+		text := out.Content[0].(mcp.TextContent).Text
+		s.opts.Stats.Searched(sess.id, sess.clientName(), *args.Query, found.Names(), []byte(text), carried)
+	}
+	return out, nil
 }
 
 // searchResult encodes a tool_search result with the given matches: always as JSON text,
@@ -202,10 +215,11 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return errorResult("call_tool: arguments for %s must be a JSON object, got %s", args.Name, cut(a, 80)), nil
 	}
 	sess := s.sessionFrom(ctx)
+	carried := s.listing(ctx, sess)
 	ctx = identity.NewContext(ctx, sess.who()) // see asOwner
 	ctx, span := trace.Start(s.traced(ctx, req), "tools/call "+args.Name, attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", args.Name))
 	rec := audit.Record{Tool: args.Name, ArgumentBytes: len(args.Arguments), Outcome: audit.Failed}
-	defer s.called(ctx, span, sess, &rec, time.Now(), args.Arguments)
+	defer s.called(ctx, span, sess, &rec, time.Now(), args.Arguments, carried)
 	cat := s.ups.Catalog()
 	t, ok := cat.Lookup(args.Name)
 	var pending []string
@@ -330,11 +344,19 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 }
 
 // called records a call that started at start with the given arguments, and ended as rec
-// says: its span ends, the metrics count it, and the audit log, if there is one, gets rec.
-func (s *Server) called(ctx context.Context, span oteltrace.Span, sess *session, rec *audit.Record, start time.Time, args json.RawMessage) {
+// says: its span ends, the metrics and the stats count it (with the tools its model
+// request carried), and the audit log, if there is one, gets rec.
+func (s *Server) called(ctx context.Context, span oteltrace.Span, sess *session, rec *audit.Record, start time.Time, args json.RawMessage, carried stats.Listing) {
 	span.SetAttributes(attribute.String("toolsift.upstream", rec.Server), attribute.String("toolsift.outcome", rec.Outcome))
 	span.End()
 	s.opts.Metrics.Called(rec.Server, rec.Outcome, time.Since(start))
+	if s.opts.Stats != nil {
+		tool := stats.Tool{Exposed: rec.Tool, Server: rec.Server}
+		if t, ok := s.ups.Catalog().Lookup(rec.Tool); ok && rec.Server != "" {
+			tool.Name = t.Name
+		}
+		s.opts.Stats.Called(sess.id, sess.clientName(), tool, rec.Outcome, carried)
+	}
 	if s.opts.Audit == nil {
 		return
 	}

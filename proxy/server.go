@@ -19,6 +19,7 @@ import (
 	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/internal/jsonrpc"
 	"github.com/toolsift/toolsift/internal/redact"
+	"github.com/toolsift/toolsift/stats"
 	"github.com/toolsift/toolsift/telemetry"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -110,6 +111,13 @@ type Options struct {
 	SessionIdleTimeout time.Duration
 	// Metrics, if set, counts sessions, searches and calls.
 	Metrics *telemetry.Metrics
+	// Stats, if set, counts what each model request carried against a direct listing,
+	// searches and what followed them, and calls. The caller owns it and closes it after
+	// the server.
+	Stats *stats.Recorder
+	// Savings ends each tool_search result with a line saying how many tools are behind it
+	// and the tokens not sent (counted by Stats, so only with it).
+	Savings bool
 	// SignIn, if set, makes the links with which people sign in to the servers they act on
 	// as themselves.
 	SignIn SignIn

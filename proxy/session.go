@@ -200,6 +200,7 @@ func (s *Server) newSession(id string, conn Conn) *session {
 // DELETE, when it idles past the timeout, or when stdio ends.
 func (s *Server) endSession(id string) {
 	s.watchers.tell(context.Background(), ended, id)
+	s.opts.Stats.Ended(id)
 	s.sessionsMu.Lock()
 	sess := s.sessions[id]
 	delete(s.sessions, id)

@@ -13,38 +13,20 @@ import (
 // the first tools/list a client gets with listing every tool directly. With
 // TOOLSIFT_MEASURE_DIR set it writes both as JSON there, for tokens.mjs to count.
 func TestTokenBudget(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(catalogs, "*.json"))
-	if len(files) < 40 {
-		t.Fatalf("found %d catalogs in %s, want 41", len(files), catalogs)
+	cfg, tools := benchConfig(t, "")
+	all := make([]json.RawMessage, len(tools))
+	for i, tool := range tools {
+		all[i] = tool
 	}
-	var cfg strings.Builder
-	cfg.WriteString("mcpServers:\n")
-	var all []json.RawMessage
-	servers := 0
-	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f), ".json")
-		if name == "azure-all" {
-			continue // an alternative view of azure
-		}
-		servers++
-		fmt.Fprintf(&cfg, "  %s:\n    command: %q\n    args: [--builtins=false, --catalog, %q]\n", name, fixtureBin, f)
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var list struct{ Tools []json.RawMessage }
-		if err := json.Unmarshal(data, &list); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		all = append(all, list.Tools...)
-	}
-	c := proxy(t, cfg.String())
+	c := start(t, bin, "--config", cfg, "--log-level", "debug")
+	t.Cleanup(func() { c.checkStdout() })
+	c.initialize()
 	// A select of no tool waits for every server's first connection and unlocks nothing.
 	c.search("select:no_such_tool", 1)
 	m := c.request("tools/list", nil)
 	direct, _ := json.Marshal(map[string]any{"tools": all})
-	t.Logf("%d servers, %d tools: tools/list through toolsift %d bytes, all tools %d bytes (%.2f%%)",
-		servers, len(all), len(m.Result), len(direct), 100*float64(len(m.Result))/float64(len(direct)))
+	t.Logf("%d tools: tools/list through toolsift %d bytes, all tools %d bytes (%.2f%%)",
+		len(all), len(m.Result), len(direct), 100*float64(len(m.Result))/float64(len(direct)))
 	if len(all) < 1100 {
 		t.Errorf("catalogs hold %d tools, want 1,142", len(all))
 	}
