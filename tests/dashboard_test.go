@@ -382,3 +382,50 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// A server that waits for a sign-in shows a Sign in button; the button signs in through
+// the browser, and the server connects.
+func TestDashboardSignIn(t *testing.T) {
+	d := newAuthDouble(t).start()
+	u := newOAuthUser(t, fmt.Sprintf("mcpServers:\n  atl:\n    url: %s/mcp\n", d.rs.URL))
+	addr := startUI(t, u.env, u.cfg)
+	base := strings.SplitN(addr, "/ui/", 2)[0]
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	get := func(path string) string {
+		t.Helper()
+		resp, err := browser.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	get(strings.TrimPrefix(addr, base))
+	var page string
+	eventually(t, 20*time.Second, "atl waiting for a sign-in", func() bool {
+		page = get("/ui/")
+		return strings.Contains(page, `name="server" value="atl"`)
+	})
+	form := url.Values{"server": {"atl"}}
+	req, _ := http.NewRequest("POST", base+"/ui/signin", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	resp, err := browser.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "Signing in to atl") {
+		t.Fatalf("after the button: %d\n%s", resp.StatusCode, b)
+	}
+	eventually(t, 30*time.Second, "atl connected after the sign-in", func() bool {
+		return strings.Contains(get("/ui/api/servers"), `{"name":"atl","state":"connected"`)
+	})
+	if out, _, code := u.run("auth", "status"); code != 0 || !strings.HasPrefix(out, "atl  signed in with "+d.as.URL) {
+		t.Errorf("auth status after the button = %d\n%s", code, out)
+	}
+	noSecretsIn(t, d, "the dashboard", get("/ui/"), get("/ui/api/servers"))
+}
