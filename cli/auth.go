@@ -265,6 +265,12 @@ func openBrowser(url string) error {
 	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
 		return fmt.Errorf("not opening %q in a browser: only http(s) addresses are", url)
 	}
+	return launchBrowser(url)
+}
+
+// launchBrowser hands target, a web address or the path of a page toolsift wrote, to the
+// browser openBrowser would use.
+func launchBrowser(url string) error {
 	var commands [][]string
 	if b := os.Getenv("BROWSER"); b != "" {
 		for _, c := range strings.Split(b, string(os.PathListSeparator)) {

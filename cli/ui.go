@@ -5,10 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -111,7 +113,11 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	url := "http://" + ln.Addr().String() + guard.Path()
 	opened := false
 	if !*noBrowser {
-		opened = openBrowser(url) == nil
+		page, err := redirectPage(url)
+		if err == nil {
+			defer os.Remove(page)
+			opened = launchBrowser(page) == nil
+		}
 	}
 	if opened {
 		fmt.Fprintf(stdout, "Dashboard opened in your browser (%s). Stop with Ctrl-C.\n", ln.Addr())
@@ -129,15 +135,41 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// redirectPage writes a page that sends the browser to url, readable by the user alone, and
+// returns its path: the browser is given the page rather than the address, which carries
+// the token, since every local user can read a process's arguments.
+func redirectPage(url string) (string, error) {
+	dir, err := dirs.State()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, "ui-*.html")
+	if err != nil {
+		return "", err
+	}
+	page := `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=` + html.EscapeString(url) +
+		`"><title>toolsift</title><a href="` + html.EscapeString(url) + `">Open the dashboard</a>` + "\n"
+	_, err = f.WriteString(page)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
 // dashboardServers is the servers as the dashboard shows them, errors masked, each with
 // its fix.
 func dashboardServers(statuses []upstream.Status, red *redact.Redactor) []dashboard.Server {
 	out := make([]dashboard.Server, 0, len(statuses))
 	for _, st := range statuses {
 		s := dashboard.Server{Name: st.Name, State: string(st.State), Tools: st.Tools}
-		if st.Err != nil {
-			s.LastError = red.String(st.Err.Error())
-		}
+		s.LastError = red.String(lastError(st)) // with the line of its output that names it
 		switch st.State {
 		case upstream.StateNeedsLogin:
 			s.SignIn = true

@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -137,8 +138,21 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
+	servers := h.src.Servers()
+	// Notices are made here from what the address names, never taken from it: a link
+	// from anywhere could otherwise make the page say anything.
+	var notice string
+	q := r.URL.Query()
+	for _, s := range servers {
+		switch s.Name {
+		case q.Get("signin"):
+			notice = "Signing in to " + s.Name + ": finish in the browser tab that opened."
+		case q.Get("signinfailed"):
+			notice = "Sign-in to " + s.Name + " not started (toolsift ui's output says why); run toolsift auth login " + s.Name + "."
+		}
+	}
 	h.render(w, "overview.html", page{Title: "Overview", Nav: "overview", Report: rep, Chart: newChart(rep.Days),
-		Servers: h.src.Servers(), CanSignIn: h.src.SignIn != nil, Notice: r.URL.Query().Get("notice")})
+		Servers: servers, CanSignIn: h.src.SignIn != nil, Notice: notice})
 }
 
 func (h *Handler) searches(w http.ResponseWriter, r *http.Request) {
@@ -156,8 +170,14 @@ func (h *Handler) misses(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
+	var notice string
+	if key := r.URL.Query().Get("fixed"); key != "" {
+		if sr, err := h.src.Store.Search(key); err == nil && len(sr.Fixed) > 0 {
+			notice = fmt.Sprintf("Added %s to %s's keywords.", strings.Join(sr.Fixed, ", "), sr.Used)
+		}
+	}
 	h.render(w, "misses.html", page{Title: "Likely misses", Nav: "misses", Report: rep,
-		CanFix: h.src.Keywords != nil, Notice: r.URL.Query().Get("notice")})
+		CanFix: h.src.Keywords != nil, Notice: notice})
 }
 
 // fix adds the words of a form to the tool a missed search led to.
@@ -193,8 +213,7 @@ func (h *Handler) fix(w http.ResponseWriter, r *http.Request) {
 	if err := h.src.Store.MarkFixed(sr.Key, words); err != nil {
 		h.src.Logger.Warn("dashboard: fix not recorded", "error", err)
 	}
-	notice := fmt.Sprintf("Added %s to %s's keywords.", strings.Join(words, ", "), sr.Used)
-	http.Redirect(w, r, "/ui/misses?notice="+urlQuery(notice), http.StatusSeeOther)
+	http.Redirect(w, r, "/ui/misses?fixed="+url.QueryEscape(sr.Key), http.StatusSeeOther)
 }
 
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
@@ -209,11 +228,12 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no server by that name waits for a sign-in", http.StatusBadRequest)
 		return
 	}
-	notice := "Signing in to " + name + ": finish in the browser tab that opened."
+	to := "/ui/?signin=" + url.QueryEscape(name)
 	if err := h.src.SignIn(r.Context(), name); err != nil {
-		notice = "Sign-in to " + name + " not started: " + err.Error()
+		h.src.Logger.Error("dashboard: sign-in not started", "server", name, "error", err)
+		to = "/ui/?signinfailed=" + url.QueryEscape(name)
 	}
-	http.Redirect(w, r, "/ui/?notice="+urlQuery(notice), http.StatusSeeOther)
+	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
 func (h *Handler) apiReport(w http.ResponseWriter, _ *http.Request) {
@@ -245,8 +265,6 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
 }
-
-func urlQuery(s string) string { return template.URLQueryEscaper(s) }
 
 // stopWords are left out of the words a miss offers to add: they tell no tool apart.
 var stopWords = map[string]bool{"a": true, "an": true, "and": true, "the": true, "of": true, "to": true,

@@ -11,10 +11,11 @@ import (
 
 // Loopback guards a dashboard served on the loopback interface to its user alone: the
 // address it prints carries a token good once, which the first request spends for a
-// cookie that the browser keeps for the rest of the visit. Another local user, or a page
-// open in the same browser, has neither: the address may have been seen (a process list
-// shows the browser's arguments), and the cookie is HttpOnly, SameSite=Strict, and bound
-// to the exact host and port.
+// cookie that the browser keeps for the rest of the visit (HttpOnly, SameSite=Strict).
+// Another local user who saw the address finds it spent. A browser sends a host's cookies
+// to every port of it (RFC 6265 §8.5), so a server another user runs on this machine, if
+// the browser visits it, receives the cookie: it opens this dashboard (stats, keywords)
+// while it runs, and nothing else.
 type Loopback struct {
 	next  http.Handler
 	token string
@@ -44,7 +45,7 @@ func random() string {
 func (l *Loopback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// DNS rebinding: a name that resolves to 127.0.0.1 reaches this port with its own
 	// Host, and must not be served.
-	if host, _, err := net.SplitHostPort(r.Host); err != nil || (host != "127.0.0.1" && host != "localhost" && host != "::1") {
+	if host, _, err := net.SplitHostPort(r.Host); err != nil || !(host == "localhost" || net.ParseIP(host).IsLoopback()) {
 		http.Error(w, "Forbidden: open the dashboard at the address toolsift ui printed", http.StatusForbidden)
 		return
 	}

@@ -69,6 +69,24 @@ func (g *gate) metrics(w http.ResponseWriter, r *http.Request) {
 	g.opts.Metrics.ServeHTTP(w, r)
 }
 
+// byDigest is who a token of the configuration, or a named one still valid, stands for,
+// found by its SHA-256.
+func (g *gate) byDigest(sum [32]byte) (identity.User, bool) {
+	match := 0
+	for _, t := range g.tokens {
+		match |= subtle.ConstantTimeCompare(sum[:], t[:])
+	}
+	if match == 1 {
+		return identity.User{Kind: identity.Shared}, true
+	}
+	if g.opts.Named != nil {
+		if name, ok := g.opts.Named.VerifyDigest(sum); ok {
+			return identity.User{Kind: identity.Machine, Name: name, Key: "token " + name}, true
+		}
+	}
+	return identity.User{}, false
+}
+
 // bearer is the request's bearer token; "" without one.
 func bearer(r *http.Request) string {
 	// RFC 9110 §11.1: the scheme is case-insensitive.
@@ -98,17 +116,8 @@ func (g *gate) authenticate(r *http.Request) (u identity.User, cred [32]byte, ok
 		return u, cred, false
 	}
 	sum := sha256.Sum256([]byte(tok))
-	match := 0
-	for _, t := range g.tokens {
-		match |= subtle.ConstantTimeCompare(sum[:], t[:])
-	}
-	if match == 1 {
-		return identity.User{Kind: identity.Shared}, sum, true
-	}
-	if g.opts.Named != nil {
-		if name, ok := g.opts.Named.VerifyDigest(sum); ok {
-			return identity.User{Kind: identity.Machine, Name: name, Key: "token " + name}, sum, true
-		}
+	if u, ok := g.byDigest(sum); ok {
+		return u, sum, true
 	}
 	if g.oidc != nil && strings.Count(tok, ".") == 2 {
 		u, err := g.oidc.verify(r.Context(), tok)

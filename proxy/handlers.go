@@ -167,12 +167,14 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 	s.opts.Metrics.Searched(len(found.Hits), time.Since(start))
 	span.SetAttributes(attribute.Int("toolsift.matches", len(found.Hits)))
 	if s.opts.Savings {
-		res.Savings = s.savings(ctx, sess, v)
+		res.Savings = s.savings(ctx, sess)
 	}
 	out := searchResult(sess, res, matched)
 	if s.opts.Stats != nil {
 		text := out.Content[0].(mcp.TextContent).Text
-		s.opts.Stats.Searched(sess.id, sess.clientName(), *args.Query, found.Names(), []byte(text), carried)
+		// The model wrote the query: it may quote a secret it was shown.
+		query := s.opts.Redactor.String(*args.Query)
+		s.opts.Stats.Searched(sess.id, sess.clientName(), query, found.Names(), []byte(text), carried)
 	}
 	return out, nil
 }
@@ -215,11 +217,19 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return errorResult("call_tool: arguments for %s must be a JSON object, got %s", args.Name, cut(a, 80)), nil
 	}
 	sess := s.sessionFrom(ctx)
+	// The model request this call came from, counted once the tool is known (a call that
+	// starts resolves the session's open search, in the order the calls start).
 	carried := s.listing(ctx, sess)
+	counted := false
+	defer func() {
+		if !counted {
+			s.opts.Stats.Calling(sess.id, sess.clientName(), stats.Tool{Exposed: args.Name}, carried)
+		}
+	}()
 	ctx = identity.NewContext(ctx, sess.who()) // see asOwner
 	ctx, span := trace.Start(s.traced(ctx, req), "tools/call "+args.Name, attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", args.Name))
 	rec := audit.Record{Tool: args.Name, ArgumentBytes: len(args.Arguments), Outcome: audit.Failed}
-	defer s.called(ctx, span, sess, &rec, time.Now(), args.Arguments, carried)
+	defer s.called(ctx, span, sess, &rec, time.Now(), args.Arguments)
 	cat := s.ups.Catalog()
 	t, ok := cat.Lookup(args.Name)
 	var pending []string
@@ -246,6 +256,8 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return s.unknownTool(ctx, sess, args.Name, pending), nil
 	}
 	rec.Server = t.Server
+	s.opts.Stats.Calling(sess.id, sess.clientName(), stats.Tool{Exposed: t.Exposed, Server: t.Server, Name: t.Name}, carried)
+	counted = true
 	// Announce before calling upstream, and flush before returning: a notification sent as
 	// a call's handler ends can be lost over streamable HTTP.
 	var announced bool
@@ -344,19 +356,13 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 }
 
 // called records a call that started at start with the given arguments, and ended as rec
-// says: its span ends, the metrics and the stats count it (with the tools its model
-// request carried), and the audit log, if there is one, gets rec.
-func (s *Server) called(ctx context.Context, span oteltrace.Span, sess *session, rec *audit.Record, start time.Time, args json.RawMessage, carried stats.Listing) {
+// says: its span ends, the metrics and the stats count it, and the audit log, if there is
+// one, gets rec.
+func (s *Server) called(ctx context.Context, span oteltrace.Span, sess *session, rec *audit.Record, start time.Time, args json.RawMessage) {
 	span.SetAttributes(attribute.String("toolsift.upstream", rec.Server), attribute.String("toolsift.outcome", rec.Outcome))
 	span.End()
 	s.opts.Metrics.Called(rec.Server, rec.Outcome, time.Since(start))
-	if s.opts.Stats != nil {
-		tool := stats.Tool{Exposed: rec.Tool, Server: rec.Server}
-		if t, ok := s.ups.Catalog().Lookup(rec.Tool); ok && rec.Server != "" {
-			tool.Name = t.Name
-		}
-		s.opts.Stats.Called(sess.id, sess.clientName(), tool, rec.Outcome, carried)
-	}
+	s.opts.Stats.Called(rec.Server, rec.Outcome)
 	if s.opts.Audit == nil {
 		return
 	}

@@ -377,6 +377,7 @@ func (s *Server) notifyListChanged(ctx context.Context, sess *session, reason st
 func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
 	sess := s.sessionFrom(ctx)
 	forms, version := s.toolsFor(sess, stable(ctx))
+	s.log.Debug("tools listed", "session", sess.id, "tools", len(forms), "version", version)
 	result.Tools = make([]mcp.Tool, 0, len(forms))
 	for _, f := range forms {
 		result.Tools = append(result.Tools, f.tool)
@@ -416,11 +417,7 @@ func (s *Server) toolsFor(sess *session, stable bool) ([]*form, int) {
 			forms = append(forms, f)
 		}
 	}
-	forms = admitted(sess.who(), forms)
-	if !all {
-		s.log.Debug("tools listed", "session", sess.id, "tools", len(forms), "version", version)
-	}
-	return forms, version
+	return admitted(sess.who(), forms), version
 }
 
 // who returns the session's user.

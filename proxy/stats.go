@@ -54,9 +54,9 @@ type directTool struct {
 
 // savings is the line that ends a tool_search result: the tools behind the search, and
 // the tokens a direct listing of them would send with each model request beyond what the
-// session's list sends. Empty until Stats has counted the catalog.
-func (s *Server) savings(ctx context.Context, sess *session, v *view) string {
-	tools, direct, ok := s.opts.Stats.Direct(v.cat)
+// session's list sends. Empty until Stats has counted a catalog.
+func (s *Server) savings(ctx context.Context, sess *session) string {
+	tools, direct, ok := s.opts.Stats.Direct()
 	if !ok {
 		return ""
 	}

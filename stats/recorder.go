@@ -57,6 +57,10 @@ type Recorder struct {
 	pend    batch
 	chains  map[string][]*Search // a session's searches not resolved yet, oldest first
 	seq     int
+	// backoff is the wait after the last failed write, retryAt when the next may be tried,
+	// warned when one was last logged.
+	backoff         time.Duration
+	retryAt, warned time.Time
 }
 
 // directCount is a catalog's tokens listed directly, in all and by server.
@@ -71,7 +75,7 @@ type directCount struct {
 type RecorderOptions struct {
 	Logger *slog.Logger     // nil discards
 	Now    func() time.Time // nil is time.Now
-	// Every is how often counts are written; 0 means 200ms.
+	// Every is how often counts are written; 0 means 500ms.
 	Every time.Duration
 }
 
@@ -88,7 +92,7 @@ func NewRecorder(store *Store, o RecorderOptions) *Recorder {
 	}
 	every := o.Every
 	if every <= 0 {
-		every = 200 * time.Millisecond
+		every = 500 * time.Millisecond
 	}
 	go r.run(every)
 	return r
@@ -120,6 +124,7 @@ func (r *Recorder) run(every time.Duration) {
 			r.write()
 		case ack := <-r.flush:
 			r.drain()
+			r.retryAt = time.Time{}
 			r.write()
 			close(ack)
 		case <-r.done:
@@ -127,6 +132,7 @@ func (r *Recorder) run(every time.Duration) {
 			for session := range r.chains {
 				r.ended(session)
 			}
+			r.retryAt = time.Time{}
 			r.write()
 			return
 		}
@@ -144,7 +150,8 @@ func (r *Recorder) drain() {
 	}
 }
 
-// write writes what was counted since the last write; on failure it keeps it for the next.
+// write writes what was counted since the last write; on failure it keeps it for the next,
+// and waits longer each time (up to maxBackoff) before trying again.
 func (r *Recorder) write() {
 	if n := r.dropped.Swap(0); n > 0 {
 		r.log.Warn("stats: events dropped, the queue was full", "dropped", n)
@@ -153,18 +160,35 @@ func (r *Recorder) write() {
 		r.pend = batch{}
 		return
 	}
-	if err := r.store.write(&r.pend, r.now()); err != nil {
-		r.log.Warn("stats not written; trying again", "error", err)
-		if len(r.pend.searches) > maxSearches {
-			r.pend = batch{}
-		}
+	now := time.Now()
+	if now.Before(r.retryAt) {
 		return
 	}
-	r.pend = batch{}
+	err := r.store.write(&r.pend, r.now())
+	if err == nil {
+		r.pend, r.backoff, r.retryAt = batch{}, 0, time.Time{}
+		return
+	}
+	r.backoff = min(max(2*r.backoff, time.Second), maxBackoff)
+	r.retryAt = now.Add(r.backoff)
+	if now.Sub(r.warned) >= maxBackoff {
+		r.warned = now
+		r.log.Warn("stats not written; keeping them to try again", "error", err, "retry_in", r.backoff)
+	}
+	if len(r.pend.searches) > maxSearches {
+		r.pend.searches = nil // the counts stay; searches one by one are what grows
+	}
 }
+
+// maxBackoff is the longest wait between two tries of a store that cannot be written, and
+// the shortest between two warnings of it.
+const maxBackoff = time.Minute
 
 // Flush waits until everything recorded so far is written.
 func (r *Recorder) Flush() {
+	if r == nil {
+		return
+	}
 	ack := make(chan struct{})
 	select {
 	case r.flush <- ack:
@@ -183,14 +207,17 @@ func (r *Recorder) Close() {
 	<-r.ran
 }
 
-// Direct returns the tools in catalog and their tokens listed directly, once counted.
-func (r *Recorder) Direct(catalog any) (tools int, tokens int64, ok bool) {
+// Direct returns the tools of the catalog counted last and their tokens listed directly,
+// once one is counted. A catalog is counted in the background as it changes, so the figure
+// may be a moment behind the catalog a request sees: close enough for a line a person
+// reads, where waiting for the count would not be.
+func (r *Recorder) Direct() (tools int, tokens int64, ok bool) {
 	if r == nil {
 		return 0, 0, false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.direct.catalog != catalog || catalog == nil {
+	if r.direct.catalog == nil {
 		return 0, 0, false
 	}
 	return r.direct.tools, r.direct.tokens, true
@@ -241,19 +268,12 @@ func (r *Recorder) Searched(session, client, query string, results []string, res
 	})
 }
 
-// Called records a call of t, ended as outcome, and the model request it came from: it
-// resolves the session's open searches.
-func (r *Recorder) Called(session, client string, t Tool, outcome string, l Listing) {
+// Calling records a call of t as it starts, and the model request it came from: it
+// resolves the session's open searches. t.Server is empty for a tool not found.
+func (r *Recorder) Calling(session, client string, t Tool, l Listing) {
 	at := r.nowOrZero()
 	r.queue(func() {
 		r.request(at, session, client, l)
-		if t.Server != "" {
-			st := r.day(at).server(t.Server)
-			if st.Calls == nil {
-				st.Calls = map[string]int{}
-			}
-			st.Calls[outcome]++
-		}
 		chain := r.chains[session]
 		if t.Server == "" || len(chain) == 0 {
 			return // a tool unknown resolves nothing: the model may find the right one next
@@ -270,6 +290,22 @@ func (r *Recorder) Called(session, client string, t Tool, outcome string, l List
 			r.put(sr)
 		}
 		delete(r.chains, session)
+	})
+}
+
+// Called records how a call of a server's tool ended (an audit outcome); server is empty
+// for a tool not found.
+func (r *Recorder) Called(server, outcome string) {
+	if server == "" {
+		return
+	}
+	at := r.nowOrZero()
+	r.queue(func() {
+		st := r.day(at).server(server)
+		if st.Calls == nil {
+			st.Calls = map[string]int{}
+		}
+		st.Calls[outcome]++
 	})
 }
 

@@ -57,13 +57,23 @@ const maxMisses = 100
 func (s *Store) Report(now time.Time, days int) (*Report, error) {
 	now = now.UTC()
 	first := now.AddDate(0, 0, -(days - 1))
-	byDate, err := s.Days(first.Format(time.DateOnly), now.Format(time.DateOnly))
+	// The week's figures need a week, whatever days the report shows.
+	from := first
+	if week := now.AddDate(0, 0, -6); week.Before(from) {
+		from = week
+	}
+	byDate, err := s.Days(from.Format(time.DateOnly), now.Format(time.DateOnly))
 	if err != nil {
 		return nil, err
 	}
 	rep := &Report{Encoding: Encoding, Today: Row{Name: "today"}, Week: Row{Name: "last 7 days"}}
 	clients, servers, sessions := map[string]*Tally{}, map[string]*ServerTally{}, map[string]*SessionTally{}
 	weekFrom := now.AddDate(0, 0, -6).Format(time.DateOnly)
+	for date, d := range byDate {
+		if date >= weekFrom {
+			rep.Week.add(d.Total())
+		}
+	}
 	for i := range days {
 		date := first.AddDate(0, 0, i).Format(time.DateOnly)
 		row := Row{Name: date}
@@ -90,9 +100,6 @@ func (s *Store) Report(now time.Time, days int) (*Report, error) {
 		}
 		row.Saved = row.Tally.Saved()
 		rep.Days = append(rep.Days, row)
-		if date >= weekFrom {
-			rep.Week.add(row.Tally)
-		}
 		if date == now.Format(time.DateOnly) {
 			rep.Today.Tally = row.Tally
 		}

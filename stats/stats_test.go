@@ -2,6 +2,7 @@ package stats
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -30,14 +31,17 @@ func TestRecorderOutcomes(t *testing.T) {
 	// s4: a call of a tool unknown resolves nothing; the session's end does.
 	r.Opened("claude-code")
 	r.Searched("s1", "claude-code", "create issue", []string{"github_create_issue"}, []byte("result one"), l)
-	r.Called("s1", "claude-code", Tool{Exposed: "github_create_issue", Server: "github", Name: "create_issue"}, "ok", l)
+	r.Calling("s1", "claude-code", Tool{Exposed: "github_create_issue", Server: "github", Name: "create_issue"}, l)
+	r.Called("github", "ok")
 	r.Searched("s2", "cursor", "open ticket", []string{"github_create_issue"}, []byte("r"), l)
 	r.Searched("s2", "cursor", "file a bug", []string{"github_create_issue"}, []byte("r"), l)
-	r.Called("s2", "cursor", jira, "ok", l)
+	r.Calling("s2", "cursor", jira, l)
+	r.Called("jira", "ok")
 	r.Searched("s3", "cursor", "frobnicate", nil, []byte("r"), l)
 	r.Ended("s3")
 	r.Searched("s4", "cursor", "zzz", nil, []byte("r"), l)
-	r.Called("s4", "cursor", Tool{Exposed: "nope"}, "unknown", l)
+	r.Calling("s4", "cursor", Tool{Exposed: "nope"}, l)
+	r.Called("", "unknown")
 	r.Close()
 	r.Close() // idempotent
 
@@ -126,9 +130,75 @@ func TestRollUp(t *testing.T) {
 		t.Errorf("the old day is still a day: %v", days)
 	}
 	var month Day
-	store.view(func(tx *bboltTx) error { return readDay(tx, "2026-10", &month) })
+	if err := store.view(func(tx *bboltTx) error { return readDay(tx, "2026-10", &month) }); err != nil {
+		t.Fatal(err)
+	}
 	if month.Total().Searches != 1 {
 		t.Errorf("month 2026-10: %+v, want the old day's search", month.Total())
+	}
+	if days, _ := store.Days("2026-10-01", "2026-10-01"); len(days) != 0 {
+		t.Errorf("the old day's sessions are still kept: %+v", days)
+	}
+	if days, _ := store.Days(at.Format(time.DateOnly), at.Format(time.DateOnly)); len(days) != 1 || len(days[at.Format(time.DateOnly)].Sessions) != 1 {
+		t.Errorf("the new day: %+v, want its session", days)
+	}
+}
+
+// A call that starts resolves the session's open search, in the order calls start: the
+// model's first call of two in parallel is the one that decides.
+func TestParallelCalls(t *testing.T) {
+	store, _ := Open(t.TempDir())
+	r := NewRecorder(store, RecorderOptions{})
+	r.Searched("s", "c", "create issue", []string{"github_create_issue"}, nil, Listing{})
+	r.Calling("s", "c", Tool{Exposed: "github_create_issue", Server: "github"}, Listing{})
+	r.Calling("s", "c", Tool{Exposed: "jira_post", Server: "jira"}, Listing{})
+	r.Called("jira", "ok") // ends first
+	r.Called("github", "ok")
+	r.Close()
+	rep, _ := store.Report(time.Now(), 1)
+	if rep.Today.Hits != 1 || rep.Today.Misses != 0 {
+		t.Errorf("today: %+v, want the search a hit", rep.Today.Tally)
+	}
+}
+
+// The week's figures are a week's even when the report shows fewer days.
+func TestReportWeek(t *testing.T) {
+	store, _ := Open(t.TempDir())
+	now := time.Now().UTC()
+	at := now.AddDate(0, 0, -4)
+	r := NewRecorder(store, RecorderOptions{Now: func() time.Time { return at }})
+	r.Searched("s", "c", "q", nil, nil, Listing{})
+	r.Close()
+	for _, days := range []int{1, 3, 7, 30} {
+		rep, err := store.Report(now, days)
+		if err != nil || rep.Week.Searches != 1 || len(rep.Days) != days {
+			t.Errorf("Report(%d days): week %+v, %d days, %v; want 1 search", days, rep.Week.Tally, len(rep.Days), err)
+		}
+	}
+}
+
+// A store that cannot be written keeps the counts for the next try, and says so once a
+// minute, not at every try.
+func TestStoreNotWritable(t *testing.T) {
+	store, _ := Open(t.TempDir())
+	if err := os.Mkdir(store.Path(), 0o700); err != nil { // a folder where the file goes
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	r := NewRecorder(store, RecorderOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	r.Searched("s", "c", "kept", nil, nil, Listing{})
+	for range 3 {
+		r.Flush()
+	}
+	if n := strings.Count(logs.String(), "stats not written"); n != 1 {
+		t.Errorf("%d warnings for 3 failed writes, want 1:\n%s", n, logs.String())
+	}
+	if err := os.Remove(store.Path()); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if list, _ := store.Searches(time.Now().Add(-time.Hour), 10); len(list) != 1 || list[0].Query != "kept" {
+		t.Errorf("after the store came back: %+v, want the search kept", list)
 	}
 }
 
@@ -163,12 +233,12 @@ func TestTwoProcesses(t *testing.T) {
 	}
 	wg.Wait()
 	store, _ := Open(dir)
-	rep, err := store.Report(time.Now(), 1)
+	rep, err := store.Report(time.Now(), 2) // the week: the run may cross midnight
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Today.Searches != 2*n || rep.Today.Misses != 2*n {
-		t.Errorf("%d searches, %d misses counted; want %d of each", rep.Today.Searches, rep.Today.Misses, 2*n)
+	if rep.Week.Searches != 2*n || rep.Week.Misses != 2*n {
+		t.Errorf("%d searches, %d misses counted; want %d of each", rep.Week.Searches, rep.Week.Misses, 2*n)
 	}
 	list, _ := store.Searches(time.Now().Add(-time.Hour), 10*n)
 	if len(list) != 2*n {

@@ -11,12 +11,15 @@
 package stats
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -94,11 +97,12 @@ func (t *ServerTally) add(o ServerTally) {
 }
 
 // Day holds a day's counts (or a month's, once rolled up), by client name, by server, and
-// by session (a day's only: a month keeps no sessions).
+// by session. Sessions are kept apart from the rest (a record each, a day's only), so that
+// a day of many sessions does not make every write rewrite all of them.
 type Day struct {
 	Clients  map[string]*Tally        `json:"clients,omitempty"`
 	Servers  map[string]*ServerTally  `json:"servers,omitempty"`
-	Sessions map[string]*SessionTally `json:"sessions,omitempty"`
+	Sessions map[string]*SessionTally `json:"-"`
 }
 
 // SessionTally is a session's tally, with its client's name.
@@ -195,8 +199,15 @@ type Store struct {
 
 var (
 	bucketDays     = []byte("days")
+	bucketSessions = []byte("sessions") // DATE/SESSION → a SessionTally
 	bucketSearches = []byte("searches")
+	bucketMeta     = []byte("meta")
+	keySearches    = []byte("searches") // in meta: how many searches are kept
 )
+
+// maxSessionsPerDay bounds the sessions a day keeps one by one; past it a session counts in
+// its client's figures only.
+const maxSessionsPerDay = 5000
 
 // Open returns the store in dir (made if missing), in the file stats.db.
 func Open(dir string) (*Store, error) {
@@ -219,9 +230,10 @@ func (s *Store) update(fn func(tx *bolt.Tx) error) error {
 	return db.Update(fn)
 }
 
-// view runs fn in a read transaction; a store never written reads as empty.
+// view runs fn in a read transaction; a store never written reads as empty, as does one
+// being made (its writer creates the file before it locks it).
 func (s *Store) view(fn func(tx *bolt.Tx) error) error {
-	if _, err := os.Stat(s.path); errors.Is(err, os.ErrNotExist) {
+	if st, err := os.Stat(s.path); errors.Is(err, os.ErrNotExist) || err == nil && st.Size() == 0 {
 		return nil
 	}
 	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: s.timeout, ReadOnly: true})
@@ -244,30 +256,94 @@ func (b *batch) empty() bool { return len(b.days) == 0 && len(b.searches) == 0 }
 // than Keep as of now.
 func (s *Store) write(b *batch, now time.Time) error {
 	return s.update(func(tx *bolt.Tx) error {
-		days, err := tx.CreateBucketIfNotExists(bucketDays)
-		if err != nil {
-			return err
+		var buckets [4]*bolt.Bucket
+		for i, name := range [][]byte{bucketDays, bucketSessions, bucketSearches, bucketMeta} {
+			var err error
+			if buckets[i], err = tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
 		}
-		searches, err := tx.CreateBucketIfNotExists(bucketSearches)
-		if err != nil {
-			return err
-		}
+		days, sessions, searches, meta := buckets[0], buckets[1], buckets[2], buckets[3]
 		for date, d := range b.days {
 			if err := addDay(days, date, d); err != nil {
 				return err
 			}
+			if err := addSessions(sessions, date, d.Sessions); err != nil {
+				return err
+			}
 		}
+		n := searchCount(meta)
 		for key, sr := range b.searches {
 			data, err := json.Marshal(sr)
 			if err != nil {
 				return err
 			}
+			if searches.Get([]byte(key)) == nil {
+				n++
+			}
 			if err := searches.Put([]byte(key), data); err != nil {
 				return err
 			}
 		}
-		return rollUp(days, searches, now)
+		n, err := rollUp(days, sessions, searches, now, n)
+		if err != nil {
+			return err
+		}
+		return meta.Put(keySearches, []byte(strconv.Itoa(n)))
 	})
+}
+
+// searchCount is how many searches the store keeps; counted once, when the count is
+// missing (a store of an earlier toolsift).
+func searchCount(meta *bolt.Bucket) int {
+	if n, err := strconv.Atoi(string(meta.Get(keySearches))); err == nil {
+		return n
+	}
+	if b := meta.Tx().Bucket(bucketSearches); b != nil {
+		return b.Stats().KeyN
+	}
+	return 0
+}
+
+// addSessions adds a day's session tallies to the store's, each under DATE/SESSION, up to
+// maxSessionsPerDay sessions a day.
+func addSessions(b *bolt.Bucket, date string, tallies map[string]*SessionTally) error {
+	if len(tallies) == 0 {
+		return nil
+	}
+	prefix := []byte(date + "/")
+	have := -1
+	for id, t := range tallies {
+		key := append(slices.Clone(prefix), id...)
+		var cur SessionTally
+		if data := b.Get(key); data != nil {
+			if err := json.Unmarshal(data, &cur); err != nil {
+				return fmt.Errorf("stats: session %s: %w", key, err)
+			}
+		} else {
+			if have < 0 {
+				have = 0
+				c := b.Cursor()
+				for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+					have++
+				}
+			}
+			if have >= maxSessionsPerDay {
+				continue
+			}
+			have++
+		}
+		cur.Client = t.Client
+		cur.add(t.Tally)
+		data, err := json.Marshal(&cur)
+		if err != nil {
+			return err
+		}
+		if err := b.Put(key, data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func addDay(days *bolt.Bucket, key string, d *Day) error {
@@ -285,44 +361,49 @@ func addDay(days *bolt.Bucket, key string, d *Day) error {
 	return days.Put([]byte(key), data)
 }
 
-// rollUp deletes the searches older than Keep, and the oldest past maxSearches, and
-// merges the days older than Keep into their month (a key of YYYY-MM).
-func rollUp(days, searches *bolt.Bucket, now time.Time) error {
+// rollUp deletes the searches older than Keep, and the oldest past maxSearches (n are
+// kept), merges the days older than Keep into their month (a key of YYYY-MM), and deletes
+// their sessions. It returns how many searches are kept.
+func rollUp(days, sessions, searches *bolt.Bucket, now time.Time, n int) (int, error) {
 	cutoff := now.Add(-Keep).UTC()
 	oldest := []byte(cutoff.Format(keyTime))
-	n := searches.Stats().KeyN
 	c := searches.Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.First() {
 		if string(k) >= string(oldest) && n <= maxSearches {
 			break
 		}
 		if err := c.Delete(); err != nil {
-			return err
+			return n, err
 		}
 		n--
 	}
-	var old []string
 	cutDate := cutoff.Format(time.DateOnly)
+	var old [][]byte
 	c = days.Cursor()
 	for k, _ := c.First(); k != nil && string(k) < cutDate; k, _ = c.Next() {
 		if len(k) == len(time.DateOnly) {
-			old = append(old, string(k))
+			old = append(old, slices.Clone(k))
 		}
 	}
 	for _, k := range old {
 		var d Day
-		if err := json.Unmarshal(days.Get([]byte(k)), &d); err != nil {
-			return fmt.Errorf("stats: day %s: %w", k, err)
+		if err := json.Unmarshal(days.Get(k), &d); err != nil {
+			return n, fmt.Errorf("stats: day %s: %w", k, err)
 		}
-		d.Sessions = nil
-		if err := addDay(days, k[:7], &d); err != nil {
-			return err
+		if err := addDay(days, string(k[:7]), &d); err != nil {
+			return n, err
 		}
-		if err := days.Delete([]byte(k)); err != nil {
-			return err
+		if err := days.Delete(k); err != nil {
+			return n, err
 		}
 	}
-	return nil
+	c = sessions.Cursor()
+	for k, _ := c.First(); k != nil && string(k) < cutDate; k, _ = c.First() {
+		if err := c.Delete(); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // keyTime starts each search's key: sorting keys sorts by time.
@@ -346,6 +427,24 @@ func (s *Store) Days(from, to string) (map[string]*Day, error) {
 				return fmt.Errorf("stats: day %s: %w", k, err)
 			}
 			out[string(k)] = &d
+		}
+		b = tx.Bucket(bucketSessions)
+		if b == nil {
+			return nil
+		}
+		c = b.Cursor()
+		for k, v := c.Seek([]byte(from)); k != nil && string(k[:min(len(k), len(to))]) <= to; k, v = c.Next() {
+			date, id, _ := strings.Cut(string(k), "/")
+			d := out[date]
+			if d == nil {
+				d = &Day{}
+				out[date] = d
+			}
+			var t SessionTally
+			if err := json.Unmarshal(v, &t); err != nil {
+				return fmt.Errorf("stats: session %s: %w", k, err)
+			}
+			d.session(id, t.Client).add(t.Tally)
 		}
 		return nil
 	})

@@ -29,18 +29,23 @@ const (
 	uiEnvSecret = "envsecret0123456789abcdef"
 )
 
+// dashboardConfig has two working servers, one whose URL carries a secret and cannot be
+// reached, and one that prints its token as it fails: the dashboard shows both errors.
 func dashboardConfig(t *testing.T) string {
 	return config(t, fmt.Sprintf(`mcpServers:
   github:
     command: %q
     args: [--builtins=false, --catalog, %q]
-    env: {GITHUB_TOKEN: %s}
   jira:
     command: %q
     args: [--builtins=false, --catalog, %q]
   broken:
     url: http://127.0.0.1:1/mcp?api_key=%s
-`, fixtureBin, catalog(t, "github"), uiEnvSecret, fixtureBin, catalog(t, "jira"), uiURLSecret))
+  leaky:
+    command: sh
+    args: [-c, 'echo "Error: token $LEAKY_TOKEN refused" >&2; exit 1']
+    env: {LEAKY_TOKEN: %s}
+`, fixtureBin, catalog(t, "github"), fixtureBin, catalog(t, "jira"), uiURLSecret, uiEnvSecret))
 }
 
 // startUI runs toolsift ui --no-browser and returns the address it printed.
@@ -165,12 +170,12 @@ func TestDashboard(t *testing.T) {
 	}
 	base := strings.SplitN(addr, "/ui/", 2)[0]
 	do("overview", chromedp.Navigate(addr), chromedp.WaitVisible(chromedp.CSS("#servers")))
-	if err := poll(`document.querySelector("#servers").innerText.includes("connected")`, 20*time.Second); err != nil {
+	if err := poll(`document.querySelector("#servers").innerText.includes("connected") && document.querySelector("#servers").innerText.includes("refused")`, 20*time.Second); err != nil {
 		t.Fatalf("no server connected on the overview: %v", err)
 	}
 	servers := text("#servers")
 	page("dashboard-start.png")
-	for _, want := range []string{"github", "jira", "broken", "failed", "26"} {
+	for _, want := range []string{"github", "jira", "broken", "failed", "26", "Error: token [redacted] refused"} {
 		if !strings.Contains(servers, want) {
 			t.Errorf("the servers table lacks %q:\n%s", want, servers)
 		}
@@ -277,16 +282,25 @@ func TestDashboardLoopbackAuth(t *testing.T) {
 	if code := status(plain, rebound); code != http.StatusForbidden {
 		t.Errorf("the token at another host name: %d, want 403", code)
 	}
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar}
-	if code := status(browser, get(strings.TrimPrefix(addr, base))); code != http.StatusOK {
-		t.Fatalf("the printed address: %d", code)
+	first, err := plain.Do(get(strings.TrimPrefix(addr, base)))
+	if err != nil {
+		t.Fatal(err)
 	}
+	first.Body.Close()
+	cookies := first.Cookies()
+	if first.StatusCode != http.StatusSeeOther || len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode || cookies[0].Path != "/ui" {
+		t.Fatalf("the printed address: %d, cookies %+v; want a redirect setting one HttpOnly, SameSite=Strict cookie for /ui", first.StatusCode, cookies)
+	}
+	if loc := first.Header.Get("Location"); strings.Contains(loc, "token") {
+		t.Errorf("redirected to %q, with the token still in the address", loc)
+	}
+	jar, _ := cookiejar.New(nil)
+	jar.SetCookies(&url.URL{Scheme: "http", Host: u.Host, Path: "/ui/"}, cookies)
+	browser := &http.Client{Jar: jar}
 	if code := status(browser, get("/ui/api/report")); code != http.StatusOK {
 		t.Errorf("the API with the visit's cookie: %d", code)
 	}
-	other := &http.Client{}
-	if code := status(other, get(strings.TrimPrefix(addr, base))); code != http.StatusUnauthorized {
+	if code := status(plain, get(strings.TrimPrefix(addr, base))); code != http.StatusUnauthorized {
 		t.Errorf("the address a second time: %d, want 401 (good once)", code)
 	}
 	cross, _ := http.NewRequest("POST", base+"/ui/misses/fix", strings.NewReader("search=x&words=y"))
@@ -346,8 +360,26 @@ func TestDashboardHTTPAuth(t *testing.T) {
 	if code, body := do(browser, "POST", "/ui/login", "", strings.NewReader("token=teamtoken0123456789abcdef")); code != http.StatusOK || !strings.Contains(body, "Servers") {
 		t.Errorf("signed in through the form: %d", code)
 	}
-	// The dashboard's own forms post with its origin; another origin is refused.
-	for origin, want := range map[string]int{base: http.StatusNotFound, "https://attacker.example": http.StatusForbidden} {
+	// The cookie opens the dashboard, but is not the token: a browser sends it to every
+	// port of the host, and it must not open /mcp.
+	u, _ := url.Parse(base)
+	for _, c := range jar.Cookies(&url.URL{Scheme: "http", Host: u.Host, Path: "/ui/"}) {
+		if strings.Contains(c.Value, "teamtoken") {
+			t.Errorf("the dashboard's cookie carries the token: %s=%s", c.Name, c.Value)
+		}
+		req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Authorization", "Bearer "+c.Value)
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := plain.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("the cookie's value as a bearer token on /mcp: %d, want 401", resp.StatusCode)
+			}
+		}
+	}
+	// The dashboard's own forms post with its origin; another origin is refused, a local
+	// one on another port too (it is the same site, so the cookie goes with it).
+	for origin, want := range map[string]int{base: http.StatusNotFound, "https://attacker.example": http.StatusForbidden, "http://127.0.0.1:3000": http.StatusForbidden} {
 		req, _ := http.NewRequest("POST", base+"/ui/misses/fix", strings.NewReader("search=nope&words=x"))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Origin", origin)
@@ -428,4 +460,52 @@ func TestDashboardSignIn(t *testing.T) {
 		t.Errorf("auth status after the button = %d\n%s", code, out)
 	}
 	noSecretsIn(t, d, "the dashboard", get("/ui/"), get("/ui/api/servers"))
+}
+
+// The browser toolsift ui opens is given a page only its user can read, not the address:
+// another local user can read a process's arguments.
+func TestDashboardTokenNotInArguments(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "args")
+	browser := filepath.Join(dir, "browser")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + record + ".tmp && cp \"$1\" " + record + ".page; mv " + record + ".tmp " + record + "\n"
+	if err := os.WriteFile(browser, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(isolatedEnv(t), "BROWSER="+browser)
+	cmd := exec.Command(bin, "ui", "--config", dashboardConfig(t))
+	cmd.Env = env
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
+	var args []byte
+	eventually(t, 10*time.Second, "the browser started", func() bool {
+		args, _ = os.ReadFile(record)
+		return len(args) > 0
+	})
+	page, _ := os.ReadFile(record + ".page")
+	token := regexp.MustCompile(`token=([0-9a-f]{64})`).FindSubmatch(page)
+	if token == nil {
+		t.Fatalf("the page the browser got does not lead to the dashboard:\n%s", page)
+	}
+	if strings.Contains(string(args), string(token[1])) {
+		t.Errorf("the browser's arguments carry the token: %s", args)
+	}
+	path := strings.TrimSpace(string(args))
+	if st, err := os.Stat(path); err != nil {
+		t.Errorf("the page the browser got: %v", err)
+	} else if st.Mode().Perm() != 0o600 {
+		t.Errorf("the page %s: mode %v, want 0600", path, st.Mode().Perm())
+	}
+	if strings.Contains(out.String(), string(token[1])) {
+		t.Errorf("toolsift ui printed the token though it opened the browser:\n%s", out.String())
+	}
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	if _, err := os.Stat(path); err == nil {
+		t.Errorf("the page %s outlived toolsift ui", path)
+	}
 }

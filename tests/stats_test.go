@@ -253,16 +253,36 @@ func TestSavingsLine(t *testing.T) {
 		c := startWith(t, env, bin, "--config", cfg)
 		c.relist = true
 		c.initialize()
-		var line string
-		eventually(t, 10*time.Second, "a search result with its savings line", func() bool {
+		search := func() string {
 			res, _ := c.call("tool_search", map[string]any{"query": "create issue"})
 			var r struct{ Savings string }
-			json.Unmarshal([]byte(res.Text()), &r)
-			line = r.Savings
-			return tc.want == nil || line != ""
+			if err := json.Unmarshal([]byte(res.Text()), &r); err != nil {
+				t.Fatal(err)
+			}
+			return r.Savings
+		}
+		if tc.want != nil {
+			// The first catalogs counted may hold the servers connected so far.
+			var line string
+			ok := false
+			for end := time.Now().Add(30 * time.Second); !ok && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+				line = search()
+				ok = tc.want.MatchString(line)
+			}
+			if !ok {
+				t.Errorf("savings line %q, want %v", line, tc.want)
+			}
+			continue
+		}
+		// Off: no line before the catalog is counted (the stats show a request with it),
+		// nor for a while after.
+		eventually(t, 30*time.Second, "the catalog counted", func() bool {
+			return search() == "" && statsReport(t, env).Today.Direct > 0
 		})
-		if tc.want == nil && line != "" || tc.want != nil && !tc.want.MatchString(line) {
-			t.Errorf("config %q: savings line %q, want %v", tc.extra, line, tc.want)
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if line := search(); line != "" {
+				t.Fatalf("savingsLine: false, and a result has the line %q", line)
+			}
 		}
 	}
 }
@@ -292,5 +312,24 @@ func TestStatsFromTwoProcesses(t *testing.T) {
 	rep := statsReport(t, env)
 	if rep.Today.Searches != 2*each || rep.Today.Requests != 2*each || rep.Today.Sessions != 2 {
 		t.Errorf("today: %+v; want %d searches and requests, 2 sessions", rep.Today, 2*each)
+	}
+}
+
+// A query that quotes a secret of the configuration is kept masked: the model may have
+// been shown it, and the stats are shown to whoever opens the dashboard.
+func TestStatsMaskSecretsInQueries(t *testing.T) {
+	const secret = "ghp_querysecret0123456789abcdef"
+	cfg := config(t, fmt.Sprintf("mcpServers:\n  github:\n    command: %q\n    args: [--builtins=false, --catalog, %q]\n    env: {GITHUB_TOKEN: %s}\n",
+		fixtureBin, catalog(t, "github"), secret))
+	env := isolatedEnv(t)
+	c := startWith(t, env, bin, "--config", cfg)
+	c.relist = true
+	c.initialize()
+	c.call("tool_search", map[string]any{"query": "use token " + secret + " to list issues"})
+	c.stdin.Close()
+	<-c.done
+	out, _, code := runCLIWith(t, env, "stats", "--json")
+	if code != 0 || strings.Contains(out, secret) || !strings.Contains(out, "use token [redacted] to list issues") {
+		t.Errorf("toolsift stats --json (exit %d) keeps the query as:\n%s", code, out)
 	}
 }
