@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/toolsift/toolsift/config"
@@ -232,7 +233,12 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, full *config.Config, addr
 	var ui http.Handler
 	if store, err := statsStore(); err == nil {
 		ui = dashboard.New(dashboard.Source{Store: store, Logger: log,
-			Servers: func() []dashboard.Server { return dashboardServers(srv.Statuses(), nil) },
+			Servers: func(ctx context.Context) []dashboard.Server {
+				// As tool_search's directory shows them: those the caller's access admits.
+				u := identity.FromContext(ctx)
+				sts := slices.DeleteFunc(srv.Statuses(), func(st upstream.Status) bool { return !st.Admits(u) })
+				return dashboardServers(sts, nil)
+			},
 			Keywords: func(ctx context.Context, server, tool string, words []string) error {
 				return editConfig(ctx, full.File, func(old []byte) ([]byte, error) { return config.AddKeywords(old, server, tool, words) })
 			}})

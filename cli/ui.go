@@ -78,7 +78,7 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	src := dashboard.Source{Store: store, Logger: log,
-		Servers: func() []dashboard.Server { return dashboardServers(pool.Statuses(), red) },
+		Servers: func(context.Context) []dashboard.Server { return dashboardServers(pool.Statuses(), red) },
 		Keywords: func(ctx context.Context, server, tool string, words []string) error {
 			return editConfig(ctx, cfg.File, func(old []byte) ([]byte, error) { return config.AddKeywords(old, server, tool, words) })
 		},

@@ -45,7 +45,8 @@ type Server struct {
 // Source is what the dashboard shows and changes. Store and Servers are required.
 type Source struct {
 	Store   *stats.Store
-	Servers func() []Server
+	// Servers are the servers the request's caller may see (its context carries who it is).
+	Servers func(ctx context.Context) []Server
 	// Keywords adds words to a tool's keywords in the configuration (the server's name,
 	// and the tool's name there); nil offers no fix.
 	Keywords func(ctx context.Context, server, tool string, words []string) error
@@ -138,7 +139,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	servers := h.src.Servers()
+	servers := h.src.Servers(r.Context())
 	// Notices are made here from what the address names, never taken from it: a link
 	// from anywhere could otherwise make the page say anything.
 	var notice string
@@ -223,7 +224,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	name := r.PostFormValue("server")
-	known := slices.ContainsFunc(h.src.Servers(), func(s Server) bool { return s.Name == name && s.SignIn })
+	known := slices.ContainsFunc(h.src.Servers(r.Context()), func(s Server) bool { return s.Name == name && s.SignIn })
 	if !known {
 		http.Error(w, "no server by that name waits for a sign-in", http.StatusBadRequest)
 		return
@@ -257,8 +258,8 @@ func (h *Handler) apiSearches(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, list)
 }
 
-func (h *Handler) apiServers(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, h.src.Servers())
+func (h *Handler) apiServers(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, h.src.Servers(r.Context()))
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -314,7 +314,9 @@ func TestDashboardLoopbackAuth(t *testing.T) {
 // Over HTTP, /ui is behind the service's authentication: a bearer token, or the cookie of
 // its sign-in form.
 func TestDashboardHTTPAuth(t *testing.T) {
-	base := serveHTTP(t, "auth:\n  tokens: [teamtoken0123456789abcdef]\n"+readFile(t, dashboardConfig(t)))
+	// A server the token's access does not admit stays out of its dashboard.
+	private := fmt.Sprintf("  private:\n    command: %q\n    args: [--builtins=false, --catalog, %q]\n    access: {users: [alice]}\n", fixtureBin, catalog(t, "slack"))
+	base := serveHTTP(t, "auth:\n  tokens: [teamtoken0123456789abcdef]\n"+readFile(t, dashboardConfig(t))+private)
 	plain := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	do := func(c *http.Client, method, path, token string, body io.Reader) (int, string) {
 		t.Helper()
@@ -393,8 +395,8 @@ func TestDashboardHTTPAuth(t *testing.T) {
 		}
 	}
 	for _, p := range pages[:2] {
-		if !strings.Contains(p, "github") {
-			t.Errorf("a page lacks the servers:\n%s", p)
+		if !strings.Contains(p, "github") || strings.Contains(p, "private") {
+			t.Errorf("a page lacks the servers, or shows one the token may not see:\n%s", p)
 		}
 	}
 	for _, p := range pages {
