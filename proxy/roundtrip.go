@@ -150,8 +150,16 @@ func (b *bridge) resume(ctx context.Context, owner string, p mcp.MultiRoundTripP
 	}
 	delete(b.calls, p.RequestState) // this request's now
 	b.mu.Unlock()
+	// This request waits for the call from the moment its answers are handed over: the
+	// call may report progress at once.
+	rt.mu.Lock()
+	rt.notify = notify
+	rt.mu.Unlock()
 	left, err := rt.take(p.InputResponses)
 	if err != nil || len(left) > 0 {
+		rt.mu.Lock()
+		rt.notify = nil
+		rt.mu.Unlock()
 		// Nothing was handed over: the same state goes on asking for what is unanswered
 		// (SEP-2322).
 		b.mu.Lock()
