@@ -482,7 +482,15 @@ func TestDashboardTokenNotInArguments(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cmd.Process.Signal(os.Interrupt)
+			cmd.Wait()
+		}
+	}
+	defer stop()
 	var args []byte
 	eventually(t, 10*time.Second, "the browser started", func() bool {
 		args, _ = os.ReadFile(record)
@@ -502,11 +510,10 @@ func TestDashboardTokenNotInArguments(t *testing.T) {
 	} else if st.Mode().Perm() != 0o600 {
 		t.Errorf("the page %s: mode %v, want 0600", path, st.Mode().Perm())
 	}
+	stop() // out is written until toolsift ui has exited
 	if strings.Contains(out.String(), string(token[1])) {
 		t.Errorf("toolsift ui printed the token though it opened the browser:\n%s", out.String())
 	}
-	cmd.Process.Signal(os.Interrupt)
-	cmd.Wait()
 	if _, err := os.Stat(path); err == nil {
 		t.Errorf("the page %s outlived toolsift ui", path)
 	}
