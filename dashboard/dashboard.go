@@ -44,7 +44,7 @@ type Server struct {
 
 // Source is what the dashboard shows and changes. Store and Servers are required.
 type Source struct {
-	Store   *stats.Store
+	Store *stats.Store
 	// Servers are the servers the request's caller may see (its context carries who it is).
 	Servers func(ctx context.Context) []Server
 	// Keywords adds words to a tool's keywords in the configuration (the server's name,
