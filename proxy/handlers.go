@@ -342,6 +342,11 @@ func (s *Server) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		}
 		return errorResult("%v (details in toolsift's log). The server's other tools and the other servers are unaffected; try again later or use another tool.", err), nil
 	}
+	// Characters that show as nothing, yet reach the model: text the user never sees.
+	raw, hidden := stripTags(raw)
+	if hidden > 0 {
+		log.Warn("hidden characters removed from a tool result: Unicode tags, which show as nothing but reach the model", "removed", hidden)
+	}
 	res, err := passthroughResult(raw)
 	if err != nil {
 		log.Warn("tool call failed", "error", err)
