@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
@@ -255,3 +256,14 @@ func TestShort(t *testing.T) {
 }
 
 var testTime = time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+
+// A damaged store says what to do about it.
+func TestDamagedStore(t *testing.T) {
+	store, _ := Open(t.TempDir())
+	if err := os.WriteFile(store.Path(), bytes.Repeat([]byte("not bbolt "), 2000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Report(time.Now(), 7); err == nil || !strings.Contains(err.Error(), "move it aside") {
+		t.Errorf("a damaged store: %v", err)
+	}
+}

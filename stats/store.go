@@ -224,7 +224,7 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) update(fn func(tx *bolt.Tx) error) error {
 	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: s.timeout})
 	if err != nil {
-		return fmt.Errorf("stats: opening %s: %w", s.path, err)
+		return s.openError(err)
 	}
 	defer db.Close()
 	return db.Update(fn)
@@ -238,10 +238,21 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) error {
 	}
 	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: s.timeout, ReadOnly: true})
 	if err != nil {
-		return fmt.Errorf("stats: opening %s: %w", s.path, err)
+		return s.openError(err)
 	}
 	defer db.Close()
 	return db.View(fn)
+}
+
+// openError says what to do about a store that does not open.
+func (s *Store) openError(err error) error {
+	switch {
+	case errors.Is(err, bolt.ErrTimeout):
+		return fmt.Errorf("stats: %s is held by another toolsift process for over %v; try again in a moment: %w", s.path, s.timeout, err)
+	case errors.Is(err, bolt.ErrInvalid), errors.Is(err, bolt.ErrVersionMismatch), errors.Is(err, bolt.ErrChecksum):
+		return fmt.Errorf("stats: %s is damaged; move it aside (its counts are lost) and toolsift starts a new one: %w", s.path, err)
+	}
+	return fmt.Errorf("stats: opening %s: %w", s.path, err)
 }
 
 // batch is what a Recorder writes at once.
