@@ -136,7 +136,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		toks.Store, toks.Lock = grants, shared.Lock
 		pending = grants.Pending()
 	}
-	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), Tokens: toks, PerUser: team})
+	pins, closePins, err := openPins(ctx, cfg, shared, nil)
+	if err != nil {
+		return fmt.Errorf("pinned tools: %w", err)
+	}
+	defer closePins()
+	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), Tokens: toks, PerUser: team, Pins: pins})
 	defer pool.Close()
 	emb := newEmbeddings(cfg, log, false)
 	if emb != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/internal/redact"
+	"github.com/toolsift/toolsift/internal/terminal"
 	"github.com/toolsift/toolsift/state"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -50,7 +51,12 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	log := slog.New(slog.DiscardHandler)
 	// A team's service (auth.oidc) signs each person in to OAuth servers for themselves.
 	team := cfg.HTTP.OIDC != nil
-	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), CachedStartDelay: -1, Tokens: tokens(), PerUser: team})
+	pins, closePins, err := openPins(ctx, cfg, nil, nil)
+	if err != nil {
+		return fmt.Errorf("pinned tools: %w", err)
+	}
+	defer closePins()
+	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), CachedStartDelay: -1, Tokens: tokens(), PerUser: team, Pins: pins})
 	defer pool.Close()
 	cached := map[string]time.Time{}
 	for _, st := range pool.Statuses() {
@@ -90,7 +96,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if url := cfg.State.RedisURL; url != "" {
 		sharedProblem = showShared(ctx, stdout, url)
 	}
-	showAlwaysLoaded(stdout, settledCatalog(pool))
+	cat := settledCatalog(pool)
+	showAlwaysLoaded(stdout, cat)
+	showHeldTools(stdout, cat)
 	if len(cfg.Servers) == 0 && len(cfg.Projects) > 0 {
 		n := 0
 		for _, servers := range cfg.Projects {
@@ -105,6 +113,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(failed) > 0 {
 		problems = append(problems, fmt.Sprintf("%d of %d servers failed: %s (see LAST ERROR above; --verbose shows their last lines of output)",
 			len(failed), len(cfg.Servers), strings.Join(failed, ", ")))
+	}
+	if n := len(cat.Held); n > 0 {
+		problems = append(problems, fmt.Sprintf("%s held for review (a definition changed or looks poisoned): run toolsift review", plural(n, "tool")))
 	}
 	for _, name := range login {
 		problems = append(problems, fmt.Sprintf("%s needs you to sign in: run toolsift auth login %s", name, name))
@@ -201,4 +212,15 @@ func showShared(ctx context.Context, w io.Writer, url string) string {
 	}
 	fmt.Fprintf(w, "\nshared state: %s answers; every replica serves every session\n", redact.URL(url))
 	return ""
+}
+
+// showHeldTools lists the tools held for review, each with why.
+func showHeldTools(w io.Writer, cat *upstream.Catalog) {
+	if len(cat.Held) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nheld for review, not listed, searched or callable (toolsift review shows what changed):\n")
+	for _, h := range cat.Held {
+		fmt.Fprintf(w, "  %s: %s\n", h.Exposed, terminal.Escape(h.Why.String()))
+	}
 }

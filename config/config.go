@@ -157,7 +157,17 @@ type Server struct {
 	OAuth *OAuth
 	// Access, if set, limits the server's tools to some callers of a shared service.
 	Access *Access
+	// Pin is how the server's tools are pinned: PinChanges (the default), PinAll or PinOff.
+	Pin string
 }
+
+// Pin modes (Server.Pin): each tool's definition is pinned on first sight and a change
+// holds it for review; a new tool waits for review too; nothing is pinned.
+const (
+	PinChanges = "changes"
+	PinAll     = "all"
+	PinOff     = "off"
+)
 
 // OAuth is a server's sign-in settings (toolsift auth login NAME).
 type OAuth struct {

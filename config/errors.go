@@ -107,7 +107,7 @@ var (
 	topKeys     = []string{"mcpServers", "listen", "auth", "allowedOrigins", "sessionIdleTimeout", "readTimeout", "maxConnections", "maxSessions", "maxSessionsPerToken", "publicUrl", "audit", "metrics", "tracing", "state", "lazyStart", "idleTimeout", "startupTimeout", "callTimeout", "maxCalls", "maxResultBytes", "concurrency", "maxUnlocked", "toolSearch", "groups", "search", "projects"}
 	projectKeys = []string{"mcpServers"}
 	authKeys    = []string{"tokens", "oidc"}
-	serverKeys  = []string{"type", "command", "args", "env", "cwd", "url", "headers", "prefix", "description", "alwaysLoad", "allow", "deny", "disabled", "tools", "callTimeout", "startupTimeout", "lazyStart", "idleTimeout", "maxResultBytes", "concurrency", "oauth", "access"}
+	serverKeys  = []string{"type", "command", "args", "env", "cwd", "url", "headers", "prefix", "description", "alwaysLoad", "allow", "deny", "disabled", "tools", "callTimeout", "startupTimeout", "lazyStart", "idleTimeout", "maxResultBytes", "concurrency", "oauth", "access", "pin"}
 	oauthKeys   = []string{"clientId", "clientSecret", "scopes", "redirectUri", "clientMetadataUrl"}
 	toolKeys    = []string{"keywords", "description", "alwaysLoad", "access"}
 	searchKeys  = []string{"embeddings", "sampling", "savingsLine"}

@@ -12,7 +12,7 @@ import (
 )
 
 func (p *parser) server(name string, n *yaml.Node, at string) Server {
-	s := Server{Name: name, Prefix: name}
+	s := Server{Name: name, Prefix: name, Pin: PinChanges}
 	p.current = at
 	defer func() { p.current = "" }()
 	if n.Kind != yaml.MappingNode {
@@ -75,6 +75,12 @@ func (p *parser) server(name string, n *yaml.Node, at string) Server {
 			s.OAuth = p.oauth(v, at)
 		case "access":
 			s.Access = p.access(v, at)
+		case "pin":
+			switch s.Pin = p.str(v, at); s.Pin {
+			case PinChanges, PinAll, PinOff:
+			default:
+				p.errorf(v, at, "%q is not a pin mode: want changes (hold a tool whose definition changes), all (hold new tools too until approved) or off", s.Pin)
+			}
 		default:
 			p.unknownKey(v, at, key, serverKeys)
 		}

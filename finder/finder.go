@@ -296,6 +296,15 @@ func (f *Finder) Find(ctx context.Context, req Request) (Result, error) {
 		res.Pending = append(res.Pending, "(the search index)")
 	}
 	res.Catalog = idx.cat
+	if cur := f.src.Catalog(); cur != idx.cat && len(cur.Held) > 0 {
+		// An index of an older catalog may have a tool held for review since: it is not
+		// found until approved (see package pin), however recent the index.
+		admits := req.Admits
+		req.Admits = func(t *upstream.Tool) bool {
+			_, held := cur.HeldTool(t.Exposed)
+			return !held && (admits == nil || admits(t))
+		}
+	}
 	q := req.Query
 	switch {
 	case q.Group != "":

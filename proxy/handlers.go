@@ -56,7 +56,8 @@ type SearchResult struct {
 	// Dropped lists tools that fell out of the session's list to make room (maxUnlocked);
 	// call_tool still reaches them.
 	Dropped []string `json:"dropped,omitempty"`
-	// Unavailable lists servers whose tools could not be searched.
+	// Unavailable lists servers whose tools could not be searched, and tools held for the
+	// user's review.
 	Unavailable []string `json:"unavailable,omitempty"`
 	Hint        string   `json:"hint"`
 	// Savings is one line for a human reading the transcript: the tools behind the search
@@ -129,6 +130,7 @@ func (s *Server) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*mc
 		}
 		pending = slices.DeleteFunc(pending, hidden)
 	}
+	res.Unavailable = append(res.Unavailable, heldLines(s.ups.Catalog(), sess.admits())...)
 	for _, st := range shown {
 		// A server starting with its tools known (cached) is searched, and a call waits for
 		// it: not something for the model to avoid.
@@ -395,6 +397,9 @@ func (s *Server) called(ctx context.Context, span oteltrace.Span, sess *session,
 
 // unknownTool explains why a name is not callable.
 func (s *Server) unknownTool(ctx context.Context, sess *session, name string, pending []string) *mcp.CallToolResult {
+	if h, ok := s.ups.Catalog().HeldTool(name); ok && (sess.admits() == nil || sess.admits()(&h.Tool)) {
+		return errorResult("tool %q is held for the user's review: %s. It cannot be called until the user approves it: tell them to run toolsift review.", name, h.Why)
+	}
 	if admits := sess.admits(); admits != nil {
 		// What the caller may not use does not exist for them: no word of a server's state,
 		// its deny list, or a tool they lost.
@@ -440,6 +445,38 @@ func (s *Server) statusOf(name string) (upstream.Status, bool) {
 		}
 	}
 	return upstream.Status{}, false
+}
+
+// heldLines says, per server, which of its tools (of those admits admits, if set) are held
+// for the user's review (package pin), and what the user runs to see them.
+func heldLines(cat *upstream.Catalog, admits func(*upstream.Tool) bool) []string {
+	var servers []string
+	names := map[string][]string{}
+	for i := range cat.Held {
+		t := &cat.Held[i].Tool
+		if admits != nil && !admits(t) {
+			continue
+		}
+		if _, ok := names[t.Server]; !ok {
+			servers = append(servers, t.Server)
+		}
+		names[t.Server] = append(names[t.Server], t.Exposed)
+	}
+	lines := make([]string, len(servers))
+	for i, srv := range servers {
+		held := names[srv]
+		list := strings.Join(held[:min(len(held), 5)], ", ")
+		if len(held) > 5 {
+			list += fmt.Sprintf(" and %d more", len(held)-5)
+		}
+		what := "1 tool is"
+		if len(held) > 1 {
+			what = fmt.Sprintf("%d tools are", len(held))
+		}
+		lines[i] = fmt.Sprintf("%s: %s held for the user's review, because a definition changed or looks poisoned (%s); not callable until the user approves it with toolsift review",
+			srv, what, list)
+	}
+	return lines
 }
 
 // unavailableReason says why a server cannot be used, with its one fix, as NAME (STATE):

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/oauth"
+	"github.com/toolsift/toolsift/pin"
 )
 
 // redisServer starts a real redis-server on a free loopback port for the test, and
@@ -168,5 +169,56 @@ func TestLockIsExclusive(t *testing.T) {
 	wg.Wait()
 	if most.Load() != 1 {
 		t.Errorf("%d holders of one lock at once", most.Load())
+	}
+}
+
+// TestPins: what one replica pins the other sees, and two replicas recording at once keep
+// both records.
+func TestPins(t *testing.T) {
+	url, stop := redisServer(t)
+	defer stop()
+	ctx := context.Background()
+	a, err := pin.Open(ctx, open(t, url).Pins(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := pin.Open(ctx, open(t, url).Pins(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i, book := range []*pin.Book{a, b} {
+		wg.Go(func() {
+			for j := range 20 {
+				book.Judge(pin.Seen{Key: pin.Key{Server: "s", Tool: fmt.Sprint(i, "-", j)}, Mode: pin.Changes, Digest: "v1"})
+				if err := book.Flush(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if changed, err := a.Refresh(ctx); err != nil || !changed {
+		t.Fatalf("a's refresh after b's writes: %v %v", changed, err)
+	}
+	for i := range 2 {
+		for j := range 20 {
+			if _, ok := a.Entry(pin.Key{Server: "s", Tool: fmt.Sprint(i, "-", j)}); !ok {
+				t.Errorf("pin %d-%d lost", i, j)
+			}
+		}
+	}
+	// A change b sees is held on a too.
+	if why := b.Judge(pin.Seen{Key: pin.Key{Server: "s", Tool: "0-0"}, Mode: pin.Changes, Digest: "v2"}); why == nil || why.Kind != pin.KindChanged {
+		t.Fatalf("b's change: %v", why)
+	}
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := a.Refresh(ctx); err != nil || !changed {
+		t.Fatalf("a's refresh: %v %v", changed, err)
+	}
+	if e, _ := a.Entry(pin.Key{Server: "s", Tool: "0-0"}); e.Pending == nil || e.Pending.Digest != "v2" {
+		t.Fatalf("a does not see b's pending version: %+v", e)
 	}
 }

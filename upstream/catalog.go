@@ -1,6 +1,11 @@
 package upstream
 
-import "time"
+import (
+	"strings"
+	"time"
+
+	"github.com/toolsift/toolsift/pin"
+)
 
 // Catalog is an immutable snapshot of every upstream tool, prompt and resource, in
 // configuration order.
@@ -8,12 +13,22 @@ type Catalog struct {
 	Tools     []Tool
 	Prompts   []Prompt
 	Resources []Resource
-	byName    map[string]int
+	// Held are the tools held for the user's review (see package pin): they are listed,
+	// searched and called by nobody until approved.
+	Held   []Held
+	byName map[string]int
+	held   map[string]int // Held by exposed name
+}
+
+// Held is a tool held for review, and why.
+type Held struct {
+	Tool
+	Why pin.Why
 }
 
 // NewCatalog makes a catalog of tools whose Exposed names are set, renaming any that collide.
 func NewCatalog(tools []Tool) *Catalog {
-	return merge([]part{{tools: tools}})
+	return merge([]part{{tools: tools}}, nil, nil)
 }
 
 // part is one server's share of a catalog: its tools and prompts, their exposed names set,
@@ -28,9 +43,11 @@ type part struct {
 
 // merge makes a catalog of the parts, in order. Where two tools' exposed names collide (two
 // servers with an empty prefix, or a hashed name meeting a real one), the later tool gets a
-// name of its own. It costs a copy of the tools and a map of their names: what the servers
-// parsed and named is reused as it is.
-func merge(parts []part) *Catalog {
+// name of its own; so does a tool whose name would pass for another server's, PREFIX__…
+// where prefixes[PREFIX] is another server, whatever their order. judge, if set, says which
+// tools are held for review. It costs a copy of the tools and a map of their names: what the
+// servers parsed and named is reused as it is.
+func merge(parts []part, prefixes map[string]string, judge func(*Tool) *pin.Why) *Catalog {
 	var tools, prompts, resources int
 	for _, pt := range parts {
 		tools, prompts, resources = tools+len(pt.tools), prompts+len(pt.prompts), resources+len(pt.resources)
@@ -46,7 +63,7 @@ func merge(parts []part) *Catalog {
 		c.Tools = append(c.Tools, pt.tools...)
 		for i := first; i < len(c.Tools); i++ {
 			t := &c.Tools[i]
-			if _, taken := c.byName[t.Exposed]; taken {
+			if _, taken := c.byName[t.Exposed]; taken || posesAs(t, prefixes) {
 				t.Exposed = hashed(t.Server + "/" + t.Exposed)
 			}
 			c.byName[t.Exposed] = i
@@ -54,7 +71,61 @@ func merge(parts []part) *Catalog {
 		c.Prompts = append(c.Prompts, pt.prompts...)
 		c.Resources = append(c.Resources, pt.resources...)
 	}
+	if judge != nil {
+		c.hold(judge)
+	}
 	return c
+}
+
+// posesAs reports whether t's exposed name starts with the prefix of a server not its own:
+// a server with an empty prefix, or one whose prefix has "__" in it, could otherwise offer
+// github__create_issue beside (or before) the github server's.
+func posesAs(t *Tool, prefixes map[string]string) bool {
+	name := t.Exposed
+	for i := strings.Index(name, "__"); i > 0; {
+		if owner, ok := prefixes[name[:i]]; ok && owner != t.Server {
+			return true
+		}
+		next := strings.Index(name[i+2:], "__")
+		if next < 0 {
+			break
+		}
+		i += 2 + next
+	}
+	return false
+}
+
+// hold moves the tools judge holds from Tools to Held.
+func (c *Catalog) hold(judge func(*Tool) *pin.Why) {
+	kept := c.Tools[:0]
+	for _, t := range c.Tools {
+		if why := judge(&t); why != nil {
+			c.Held = append(c.Held, Held{Tool: t, Why: *why})
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if len(c.Held) == 0 {
+		return
+	}
+	c.Tools = kept
+	c.byName = make(map[string]int, len(kept))
+	for i, t := range kept {
+		c.byName[t.Exposed] = i
+	}
+	c.held = make(map[string]int, len(c.Held))
+	for i, h := range c.Held {
+		c.held[h.Exposed] = i
+	}
+}
+
+// HeldTool finds a tool held for review by exposed name.
+func (c *Catalog) HeldTool(exposed string) (Held, bool) {
+	i, ok := c.held[exposed]
+	if !ok {
+		return Held{}, false
+	}
+	return c.Held[i], true
 }
 
 // Lookup finds a tool by exposed name.
@@ -117,6 +188,7 @@ func (p *Pool) rebuild() {
 		p.onChange()
 		p.onChangeCost.Store(int64(time.Since(start)))
 	}
+	p.flushPins()
 }
 
 // buildCatalog makes a catalog of the servers' current parts.
@@ -127,5 +199,21 @@ func (p *Pool) buildCatalog() *Catalog {
 		parts[i] = s.part
 		s.mu.Unlock()
 	}
-	return merge(parts)
+	var judge func(*Tool) *pin.Why
+	if p.opts.Pins != nil {
+		judge = p.judge
+	}
+	return merge(parts, p.prefixes, judge)
+}
+
+// judge asks the pins whether t is held.
+func (p *Pool) judge(t *Tool) *pin.Why {
+	s := p.byName[t.Server]
+	return p.opts.Pins.Judge(pin.Seen{
+		Key:        pin.Key{Server: t.Server, Tool: t.Name},
+		Mode:       pin.Mode(s.cfg.Pin),
+		Digest:     t.Digest,
+		Definition: t.Definition(),
+		Findings:   t.Findings,
+	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/oauth"
+	"github.com/toolsift/toolsift/pin"
 )
 
 // State is where a server's connection stands.
@@ -66,6 +67,8 @@ type Status struct {
 	Access *config.Access
 	// PerUser says each person signs in to the server for themselves (Options.PerUser).
 	PerUser bool
+	// Held counts the server's tools held for review (Catalog.Held); Tools does not.
+	Held int
 }
 
 // Admits reports whether u may use the server itself (its tools may admit others).
@@ -118,6 +121,12 @@ type Options struct {
 	// CacheDir keeps each server's last catalog, so that a restart serves it at once while
 	// the server starts; empty means no cache.
 	CacheDir string
+	// Pins holds the tools whose definitions changed, or look poisoned, for the user's
+	// review (each server's pin mode says how); nil pins nothing.
+	Pins *pin.Book
+	// PinPoll is how often the pins are read again for another process's approvals; 0
+	// means 1s.
+	PinPoll time.Duration
 }
 
 // DefaultConcurrency bounds the calls in flight to a server whose configuration sets none:
@@ -131,9 +140,10 @@ const DefaultCallTimeout = 2 * time.Minute
 // Pool holds one connection per enabled server and the catalog of their tools.
 type Pool struct {
 	// Fixed at creation.
-	opts    Options
-	servers []*server // in configuration order
-	byName  map[string]*server
+	opts     Options
+	servers  []*server // in configuration order
+	byName   map[string]*server
+	prefixes map[string]string // the enabled servers' non-empty prefixes, to their names
 
 	ctx    context.Context // the servers' supervisors run under it; Close cancels it
 	cancel context.CancelFunc
@@ -195,7 +205,10 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 	if opts.LoginPoll == 0 {
 		opts.LoginPoll = 2 * time.Second
 	}
-	p := &Pool{opts: opts, byName: map[string]*server{}}
+	if opts.PinPoll == 0 {
+		opts.PinPoll = time.Second
+	}
+	p := &Pool{opts: opts, byName: map[string]*server{}, prefixes: map[string]string{}}
 	sh := shared{
 		dial:             opts.Dial,
 		cacheDir:         opts.CacheDir,
@@ -212,6 +225,9 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 		s := newServer(cfg, opts, sh)
 		p.servers = append(p.servers, s)
 		p.byName[cfg.Name] = s
+		if cfg.Prefix != "" && !cfg.Disabled {
+			p.prefixes[cfg.Prefix] = cfg.Name
+		}
 	}
 	if opts.CacheDir != "" {
 		// Decoding forty cached catalogs is most of toolsift's start-up time: spread it.
@@ -230,7 +246,45 @@ func NewPool(servers []config.Server, opts Options) *Pool {
 	}
 	p.catalog.Store(p.buildCatalog())
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.flushPins()
 	return p
+}
+
+// flushPins records what the last catalog build pinned or held.
+func (p *Pool) flushPins() {
+	if p.opts.Pins == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	defer cancel()
+	if err := p.opts.Pins.Flush(ctx); err != nil {
+		p.opts.Logger.Warn("pinned tools not recorded; trying again", "error", err)
+	}
+}
+
+// watchPins rebuilds the catalog when another process changed the pins (toolsift review
+// approved or rejected a tool, another toolsift pinned one), and retries what flushPins
+// could not record.
+func (p *Pool) watchPins() {
+	t := time.NewTicker(p.opts.PinPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.flushPins()
+		changed, err := p.opts.Pins.Refresh(p.ctx)
+		if err != nil {
+			p.opts.Logger.Warn("pinned tools not read again", "error", err)
+			continue
+		}
+		if changed {
+			p.opts.Logger.Info("pinned tools changed; catalog rebuilt")
+			p.rebuild()
+		}
+	}
 }
 
 // Hooks connect a pool to whoever serves its tools. That server is usually built on the
@@ -251,6 +305,9 @@ type Hooks struct {
 // h. Servers that fail are retried with back-off until Close. Call it once.
 func (p *Pool) Start(h Hooks) {
 	p.onChange = h.OnChange
+	if p.opts.Pins != nil {
+		p.wg.Go(p.watchPins)
+	}
 	for _, s := range p.servers {
 		// Before the supervisor starts, so that it and the connections it makes see it.
 		s.shared.client = h.Client
@@ -276,9 +333,13 @@ func (p *Pool) Close() error {
 // Statuses reports every configured server, in configuration order.
 func (p *Pool) Statuses() []Status {
 	out := make([]Status, 0, len(p.servers))
+	held := map[string]int{}
+	for _, h := range p.Catalog().Held {
+		held[h.Server]++
+	}
 	for _, s := range p.servers {
 		s.mu.Lock()
-		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.part.tools), Summary: s.summary, Err: s.lastErr, Stderr: s.stderr, StderrTail: s.stderrLines, Cached: s.cached, Access: s.cfg.Access, PerUser: s.perUser}
+		st := Status{Name: s.cfg.Name, State: s.state, Tools: len(s.part.tools) - held[s.cfg.Name], Summary: s.summary, Err: s.lastErr, Stderr: s.stderr, StderrTail: s.stderrLines, Cached: s.cached, Access: s.cfg.Access, PerUser: s.perUser, Held: held[s.cfg.Name]}
 		if s.cfg.Description != "" {
 			st.Summary = s.cfg.Description
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/internal/identity"
+	"github.com/toolsift/toolsift/pin"
+	"github.com/toolsift/toolsift/poison"
 )
 
 // Tool is one upstream tool, kept as the server sent it.
@@ -43,6 +45,15 @@ type Tool struct {
 	Args map[string]string
 	// Repairs says what was changed in the server's input schema so that clients take it.
 	Repairs []string
+	// Digest identifies the tool's definition as the server sent it (pin.Digest).
+	Digest string
+	// Findings are what looks poisoned in the definition the model reads (poison.Check).
+	Findings []poison.Finding
+}
+
+// Definition is what of the tool the model reads, as pinned (see package pin).
+func (t *Tool) Definition() pin.Definition {
+	return pin.Definition{Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
 }
 
 // Admits reports whether u may use the tool: what a caller may not use does not exist for
@@ -74,11 +85,12 @@ func parseValidTool(raw json.RawMessage) (Tool, error) {
 		return Tool{}, errors.New("tool without a name")
 	}
 	schema, args, repairs := repairSchema(t.InputSchema)
+	digest := pin.Digest(t.Name, pin.Definition{Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
 	return Tool{
 		Name: t.Name, Title: t.Title, Description: t.Description,
 		InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
 		Meta: t.Meta, Icons: t.Icons, Execution: t.Execution,
-		AlwaysLoad: alwaysLoaded(t.Meta), Args: args, Repairs: repairs,
+		AlwaysLoad: alwaysLoaded(t.Meta), Args: args, Repairs: repairs, Digest: digest,
 	}, nil
 }
 

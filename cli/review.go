@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/internal/terminal"
+	"github.com/toolsift/toolsift/pin"
+	"github.com/toolsift/toolsift/upstream"
+)
+
+const reviewUsage = `Usage: toolsift review [--config FILE] [--approve | --reject] [NAME...]
+
+Lists the tools held for your review, each with what changed: a tool whose definition
+(description, schemas, annotations) is not the one toolsift pinned when it first saw it, or
+that looks poisoned (it tells the model to read a secret file, to keep something from you,
+to pass the conversation along…), or, for a server with pin: all, a tool never approved.
+A held tool is not listed, searched or callable until you approve it.
+
+  toolsift review                              what is held, and why, with a diff
+  toolsift review --approve NAME...            pin the version shown: the tool is back
+  toolsift review --reject NAME...             keep that version out for good
+
+NAME is the tool's name as the model sees it (github__create_issue) or SERVER/TOOL. The
+toolsift processes running pick up an approval within a second.
+`
+
+func init() {
+	register(command{
+		name: "review", synopsis: "[--approve | --reject] [NAME...]",
+		summary: "show the tools held for review (changed or poisoned), approve or reject them",
+		help:    reviewUsage, run: noStdin(reviewCmd),
+	})
+}
+
+// reviewCmd lists, approves or rejects held tools: toolsift review.
+func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("review", flag.ContinueOnError)
+	configFile := fs.String("config", "", "configuration `FILE`")
+	approve := fs.Bool("approve", false, "pin the held version of each NAME")
+	reject := fs.Bool("reject", false, "keep the held version of each NAME out")
+	names, done, err := parseFlags(fs, args, stdout)
+	if done {
+		return err
+	}
+	if *approve && *reject {
+		return fmt.Errorf("%w: --approve or --reject, not both", errUsage)
+	}
+	if (*approve || *reject) != (len(names) > 0) {
+		return fmt.Errorf("%w: name the tools to approve or reject (toolsift review lists them), after --approve or --reject", errUsage)
+	}
+	cfg, err := loadConfig(*configFile, warnTo(stderr))
+	if err != nil {
+		return err
+	}
+	store, closeStore, err := pinStore(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	entries, _, err := store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		showHeld(stdout, cfg, entries)
+		return nil
+	}
+	keys := make([]pin.Key, len(names))
+	for i, n := range names {
+		k, ok := heldNamed(cfg, entries, n)
+		if !ok {
+			return fmt.Errorf("%q is not held for review: run toolsift review for the tools that are", terminal.Escape(n))
+		}
+		keys[i] = k
+	}
+	now := time.Now()
+	_, _, err = store.Update(ctx, func(stored map[pin.Key]pin.Entry) error {
+		for _, k := range keys {
+			e := stored[k]
+			shown := entries[k].Pending.Digest // the version this review read
+			act := pin.Approve
+			if *reject {
+				act = func(e *pin.Entry, digest string, _ time.Time) error { return pin.Reject(e, digest) }
+			}
+			if err := act(&e, shown, now); err != nil {
+				return err
+			}
+			stored[k] = e
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if *approve {
+			fmt.Fprintf(stdout, "approved %s: this version is pinned, and the tool is back\n", exposedName(cfg, k))
+		} else {
+			fmt.Fprintf(stdout, "rejected %s: this version stays out; a later one is held for review again\n", exposedName(cfg, k))
+		}
+	}
+	return nil
+}
+
+// heldNamed finds the held tool name names: its exposed name, or SERVER/TOOL.
+func heldNamed(cfg *config.Config, entries map[pin.Key]pin.Entry, name string) (pin.Key, bool) {
+	for k, e := range entries {
+		if e.Pending != nil && (name == exposedName(cfg, k) || name == k.String()) {
+			return k, true
+		}
+	}
+	return pin.Key{}, false
+}
+
+// exposedName is the name the model sees for a tool (upstream.ExposedName, by its server's
+// prefix); SERVER/TOOL for a server no longer configured.
+func exposedName(cfg *config.Config, k pin.Key) string {
+	for _, s := range cfg.Servers {
+		if s.Name == k.Server {
+			return upstream.ExposedName(s.Prefix, k.Tool)
+		}
+	}
+	return k.String()
+}
+
+// showHeld prints each held tool: why, what changed, and the commands that settle it.
+func showHeld(w io.Writer, cfg *config.Config, entries map[pin.Key]pin.Entry) {
+	var held []pin.Entry
+	rejected := 0
+	for _, e := range entries {
+		if e.Pending != nil {
+			held = append(held, e)
+		}
+		rejected += len(e.Rejected)
+	}
+	if len(held) == 0 {
+		fmt.Fprintln(w, "No tool is held for review.")
+		if rejected > 0 {
+			fmt.Fprintf(w, "(%s rejected, kept out.)\n", plural(rejected, "version"))
+		}
+		return
+	}
+	slices.SortFunc(held, func(a, b pin.Entry) int { return strings.Compare(a.Key.String(), b.Key.String()) })
+	fmt.Fprintf(w, "%s held for review: not listed, searched or callable until approved.\n", plural(len(held), "tool"))
+	for _, e := range held {
+		name := exposedName(cfg, e.Key)
+		p := e.Pending
+		fmt.Fprintf(w, "\n%s (server %s, tool %s)\n", name, terminal.Escape(e.Server), terminal.Escape(e.Tool))
+		fmt.Fprintf(w, "  held: %s\n", terminal.Escape(p.Why.String()))
+		fmt.Fprintf(w, "  seen: %s\n", p.At.UTC().Format("2006-01-02 15:04 UTC"))
+		for _, f := range p.Why.Findings {
+			fmt.Fprintf(w, "  looks poisoned: %s (%s), in %s: %s\n", f.Why, f.Rule, terminal.Escape(f.Field), terminal.Escape(f.Excerpt))
+		}
+		var old pin.Definition
+		if e.Pinned != nil {
+			old = e.Pinned.Definition
+			fmt.Fprintf(w, "  compared with the version pinned on %s:\n", e.Pinned.At.UTC().Format(time.DateOnly))
+		} else {
+			fmt.Fprintf(w, "  never pinned before; its definition:\n")
+		}
+		changes := pin.Compare(old, p.Definition)
+		for _, part := range pin.Parts {
+			lines, ok := changes[part]
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(w, "  %s:\n", part)
+			for _, l := range lines {
+				fmt.Fprintf(w, "    %c %s\n", l.Op, terminal.Escape(l.Text))
+			}
+		}
+		fmt.Fprintf(w, "  approve: toolsift review --approve %s\n  reject:  toolsift review --reject %s\n", name, name)
+	}
+}

@@ -1,0 +1,124 @@
+package pin
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Store keeps the entries where every process that pins sees them.
+type Store interface {
+	// Load returns every entry and the store's version.
+	Load(ctx context.Context) (map[Key]Entry, string, error)
+	// Update applies f to the stored entries while no other process may, stores what f
+	// left, and returns that and the new version.
+	Update(ctx context.Context, f func(map[Key]Entry) error) (map[Key]Entry, string, error)
+	// Version changes whenever the entries do; it is cheap to ask.
+	Version(ctx context.Context) (string, error)
+}
+
+// Book is a process's view of a Store: it judges each tool a server lists (Judge), writes
+// what that changed (Flush), and notices what others changed (Refresh).
+type Book struct {
+	store Store
+	now   func() time.Time
+
+	mu      sync.Mutex // guards the fields below
+	entries map[Key]Entry
+	version string
+	dirty   map[Key]Entry // entries Judge changed, to be written by Flush
+}
+
+// Open loads the store's entries. A store that cannot be read is an error: pins that were
+// not read cannot protect anyone.
+func Open(ctx context.Context, store Store, now func() time.Time) (*Book, error) {
+	if now == nil {
+		now = time.Now
+	}
+	entries, version, err := store.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Book{store: store, now: now, entries: entries, version: version, dirty: map[Key]Entry{}}, nil
+}
+
+// Judge says whether the tool as seen is held, and why; nil means it may be used.
+func (b *Book) Judge(s Seen) *Why {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	next, why, changed := decide(b.entries[s.Key], s, b.now())
+	if changed {
+		b.entries[s.Key] = next
+		b.dirty[s.Key] = next
+	}
+	return why
+}
+
+// Entry returns what is kept of a tool.
+func (b *Book) Entry(k Key) (Entry, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[k]
+	return e, ok
+}
+
+// Flush writes what Judge changed since the last Flush. What it could not write is kept for
+// the next.
+func (b *Book) Flush(ctx context.Context) error {
+	b.mu.Lock()
+	dirty := b.dirty
+	b.dirty = map[Key]Entry{}
+	b.mu.Unlock()
+	if len(dirty) == 0 {
+		return nil
+	}
+	entries, version, err := b.store.Update(ctx, func(stored map[Key]Entry) error {
+		for k, mine := range dirty {
+			stored[k] = merge(stored[k], mine)
+		}
+		return nil
+	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
+		for k, e := range dirty {
+			if _, newer := b.dirty[k]; !newer {
+				b.dirty[k] = e
+			}
+		}
+		return fmt.Errorf("recording pinned tools: %w", err)
+	}
+	// What Judge decided meanwhile stays in memory until its own Flush.
+	for k, e := range b.dirty {
+		entries[k] = e
+	}
+	b.entries, b.version = entries, version
+	return nil
+}
+
+// Refresh loads the entries again if another process changed them (an approval, a
+// rejection, a pin), and reports whether it did.
+func (b *Book) Refresh(ctx context.Context) (bool, error) {
+	v, err := b.store.Version(ctx)
+	if err != nil {
+		return false, err
+	}
+	b.mu.Lock()
+	same := v == b.version
+	b.mu.Unlock()
+	if same {
+		return false, nil
+	}
+	entries, version, err := b.store.Load(ctx)
+	if err != nil {
+		return false, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k, e := range b.dirty {
+		entries[k] = merge(entries[k], e)
+	}
+	b.entries, b.version = entries, version
+	return true, nil
+}

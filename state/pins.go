@@ -1,0 +1,85 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolsift/toolsift/pin"
+)
+
+// Pins returns the replicas' shared store of pinned tools (see package pin): what one
+// replica pinned, and what a person approved on any, holds on all of them.
+func (r *Redis) Pins() pin.Store { return pins{r} }
+
+type pins struct{ r *Redis }
+
+const (
+	pinsKey        = "toolsift:pins"
+	pinsVersionKey = "toolsift:pins:version"
+)
+
+func (p pins) Load(ctx context.Context) (map[pin.Key]pin.Entry, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	vals, err := p.r.c.MGet(ctx, pinsKey, pinsVersionKey).Result()
+	if err := p.r.note(err); err != nil {
+		return nil, "", fmt.Errorf("reading pinned tools from the shared state: %w", err)
+	}
+	data, _ := vals[0].(string)
+	version, _ := vals[1].(string)
+	if data == "" {
+		return map[pin.Key]pin.Entry{}, version, nil
+	}
+	entries, err := pin.Decode([]byte(data))
+	if err != nil {
+		return nil, "", fmt.Errorf("the pinned tools in the shared state (%s) are not valid (%v): delete the key, and toolsift pins every tool again as it sees it", pinsKey, err)
+	}
+	return entries, version, nil
+}
+
+func (p pins) Update(ctx context.Context, f func(map[pin.Key]pin.Entry) error) (map[pin.Key]pin.Entry, string, error) {
+	unlock, err := p.r.Lock(ctx, "pins")
+	if err != nil {
+		return nil, "", err
+	}
+	defer unlock()
+	entries, _, err := p.Load(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := f(entries); err != nil {
+		return nil, "", err
+	}
+	data, err := pin.Encode(entries)
+	if err != nil {
+		return nil, "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	var incr *redis.IntCmd
+	_, err = p.r.c.TxPipelined(ctx, func(tx redis.Pipeliner) error {
+		tx.Set(ctx, pinsKey, data, 0)
+		incr = tx.Incr(ctx, pinsVersionKey)
+		return nil
+	})
+	if err := p.r.note(err); err != nil {
+		return nil, "", fmt.Errorf("recording pinned tools in the shared state: %w", err)
+	}
+	return entries, fmt.Sprint(incr.Val()), nil
+}
+
+func (p pins) Version(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	v, err := p.r.c.Get(ctx, pinsVersionKey).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err := p.r.note(err); err != nil {
+		return "", fmt.Errorf("reading pinned tools from the shared state: %w", err)
+	}
+	return v, nil
+}
