@@ -3,10 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/dashboard"
 	"github.com/toolsift/toolsift/internal/dirs"
 	"github.com/toolsift/toolsift/pin"
 	"github.com/toolsift/toolsift/state"
@@ -34,16 +38,63 @@ func pinStore(ctx context.Context, cfg *config.Config, shared *state.Redis) (sto
 	return pin.NewFile(filepath.Join(dir, "pins.json")), close, nil
 }
 
-// openPins opens the pins a pool judges its servers' tools by.
-func openPins(ctx context.Context, cfg *config.Config, shared *state.Redis, now func() time.Time) (*pin.Book, func(), error) {
+// openPins opens the pins a pool judges its servers' tools by, and their store.
+func openPins(ctx context.Context, cfg *config.Config, shared *state.Redis) (*pin.Book, pin.Store, func(), error) {
 	store, close, err := pinStore(ctx, cfg, shared)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, fmt.Errorf("pinned tools: %w", err)
 	}
-	book, err := pin.Open(ctx, store, now)
+	book, err := pin.Open(ctx, store, nil)
 	if err != nil {
 		close()
-		return nil, nil, err
+		return nil, nil, nil, fmt.Errorf("pinned tools: %w", err)
 	}
-	return book, close, nil
+	return book, store, close, nil
+}
+
+// settle approves or rejects the version of a held tool with the given digest: the one
+// the user was shown. A tool that changed again since is refused, to be reviewed anew.
+func settle(ctx context.Context, store pin.Store, keys []pin.Key, digests []string, approve bool) error {
+	now := time.Now()
+	_, _, err := store.Update(ctx, func(stored map[pin.Key]pin.Entry) error {
+		for i, k := range keys {
+			e := stored[k]
+			var err error
+			if approve {
+				err = pin.Approve(&e, digests[i], now)
+			} else {
+				err = pin.Reject(&e, digests[i])
+			}
+			if err != nil {
+				return err
+			}
+			stored[k] = e
+		}
+		return nil
+	})
+	return err
+}
+
+// heldTools lists the tools held for review in store, of the servers shown admits, for the
+// dashboard.
+func heldTools(ctx context.Context, store pin.Store, cfg *config.Config, shown func(server string) bool, log *slog.Logger) []dashboard.Held {
+	entries, _, err := store.Load(ctx)
+	if err != nil {
+		log.Warn("dashboard: held tools not read", "error", err)
+		return nil
+	}
+	var out []dashboard.Held
+	for _, e := range entries {
+		if e.Pending == nil || !shown(e.Server) {
+			continue
+		}
+		h := dashboard.Held{Name: exposedName(cfg, e.Key), Key: e.Key, Digest: e.Pending.Digest, Why: e.Pending.Why.String(),
+			Seen: e.Pending.At, Findings: e.Pending.Why.Findings, Changes: e.Changes()}
+		if e.Pinned != nil {
+			h.Pinned = e.Pinned.At
+		}
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b dashboard.Held) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

@@ -80,23 +80,11 @@ func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		keys[i] = k
 	}
-	now := time.Now()
-	_, _, err = store.Update(ctx, func(stored map[pin.Key]pin.Entry) error {
-		for _, k := range keys {
-			e := stored[k]
-			shown := entries[k].Pending.Digest // the version this review read
-			act := pin.Approve
-			if *reject {
-				act = func(e *pin.Entry, digest string, _ time.Time) error { return pin.Reject(e, digest) }
-			}
-			if err := act(&e, shown, now); err != nil {
-				return err
-			}
-			stored[k] = e
-		}
-		return nil
-	})
-	if err != nil {
+	digests := make([]string, len(keys))
+	for i, k := range keys {
+		digests[i] = entries[k].Pending.Digest // the version this review read
+	}
+	if err := settle(ctx, store, keys, digests, *approve); err != nil {
 		return err
 	}
 	for _, k := range keys {
@@ -158,21 +146,14 @@ func showHeld(w io.Writer, cfg *config.Config, entries map[pin.Key]pin.Entry) {
 		for _, f := range p.Why.Findings {
 			fmt.Fprintf(w, "  looks poisoned: %s (%s), in %s: %s\n", f.Why, f.Rule, terminal.Escape(f.Field), terminal.Escape(f.Excerpt))
 		}
-		var old pin.Definition
 		if e.Pinned != nil {
-			old = e.Pinned.Definition
 			fmt.Fprintf(w, "  compared with the version pinned on %s:\n", e.Pinned.At.UTC().Format(time.DateOnly))
 		} else {
 			fmt.Fprintf(w, "  never pinned before; its definition:\n")
 		}
-		changes := pin.Compare(old, p.Definition)
-		for _, part := range pin.Parts {
-			lines, ok := changes[part]
-			if !ok {
-				continue
-			}
-			fmt.Fprintf(w, "  %s:\n", part)
-			for _, l := range lines {
+		for _, part := range e.Changes() {
+			fmt.Fprintf(w, "  %s:\n", part.Name)
+			for _, l := range part.Lines {
 				fmt.Fprintf(w, "    %c %s\n", l.Op, terminal.Escape(l.Text))
 			}
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/toolsift/toolsift/internal/parent"
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/internal/terminal"
+	"github.com/toolsift/toolsift/pin"
 	"github.com/toolsift/toolsift/proxy"
 	"github.com/toolsift/toolsift/signin"
 	"github.com/toolsift/toolsift/state"
@@ -136,9 +137,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		toks.Store, toks.Lock = grants, shared.Lock
 		pending = grants.Pending()
 	}
-	pins, closePins, err := openPins(ctx, cfg, shared, nil)
+	pins, pinned, closePins, err := openPins(ctx, cfg, shared)
 	if err != nil {
-		return fmt.Errorf("pinned tools: %w", err)
+		return err
 	}
 	defer closePins()
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), Tokens: toks, PerUser: team, Pins: pins})
@@ -200,7 +201,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			}
 			handler = pages
 		}
-		return serveHTTP(ctx, srv, cfg, addr, handler, metrics, shared, log)
+		return serveHTTP(ctx, srv, cfg, addr, handler, metrics, shared, pinned, log)
 	}
 	log.Info("serving on stdio", "config", cfg.File, "servers", len(cfg.Servers))
 	if isTerminal(stdin) {
@@ -234,7 +235,7 @@ func openStats(log *slog.Logger) *stats.Recorder {
 
 // serveHTTP serves until ctx ends, then stops accepting, lets requests in flight finish (up
 // to 10s) and returns; the caller then closes the upstreams.
-func serveHTTP(ctx context.Context, srv *proxy.Server, full *config.Config, addr string, pages http.Handler, metrics *telemetry.Metrics, shared *state.Redis, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, srv *proxy.Server, full *config.Config, addr string, pages http.Handler, metrics *telemetry.Metrics, shared *state.Redis, pinned pin.Store, log *slog.Logger) error {
 	var ui http.Handler
 	if store, err := statsStore(); err == nil {
 		ui = dashboard.New(dashboard.Source{Store: store, Logger: log,
@@ -246,6 +247,15 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, full *config.Config, addr
 			},
 			Keywords: func(ctx context.Context, server, tool string, words []string) error {
 				return editConfig(ctx, full.File, func(old []byte) ([]byte, error) { return config.AddKeywords(old, server, tool, words) })
+			},
+			// Shown to those who may use the server; approving a tool for everyone is the
+			// operator's, on the host: toolsift review.
+			Held: func(ctx context.Context) []dashboard.Held {
+				u := identity.FromContext(ctx)
+				sts := srv.Statuses()
+				return heldTools(ctx, pinned, full, func(server string) bool {
+					return slices.ContainsFunc(sts, func(st upstream.Status) bool { return st.Name == server && st.Admits(u) })
+				}, log)
 			}})
 	}
 	cfg := full.HTTP

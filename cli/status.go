@@ -51,9 +51,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	log := slog.New(slog.DiscardHandler)
 	// A team's service (auth.oidc) signs each person in to OAuth servers for themselves.
 	team := cfg.HTTP.OIDC != nil
-	pins, closePins, err := openPins(ctx, cfg, nil, nil)
+	pins, _, closePins, err := openPins(ctx, cfg, nil)
 	if err != nil {
-		return fmt.Errorf("pinned tools: %w", err)
+		return err
 	}
 	defer closePins()
 	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), CachedStartDelay: -1, Tokens: tokens(), PerUser: team, Pins: pins})

@@ -19,6 +19,7 @@ import (
 	"github.com/toolsift/toolsift/internal/dirs"
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/oauth"
+	"github.com/toolsift/toolsift/pin"
 	"github.com/toolsift/toolsift/upstream"
 )
 
@@ -69,7 +70,12 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for i := range cfg.Servers {
 		cfg.Servers[i].LazyStart = false
 	}
-	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), Tokens: tokens()})
+	pins, pinned, closePins, err := openPins(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer closePins()
+	pool := upstream.NewPool(cfg.Servers, upstream.Options{Logger: log, Version: buildVersion(), CacheDir: cacheDir(), Tokens: tokens(), Pins: pins})
 	defer pool.Close()
 	pool.Start(upstream.Hooks{})
 
@@ -81,6 +87,12 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Servers: func(context.Context) []dashboard.Server { return dashboardServers(pool.Statuses(), red) },
 		Keywords: func(ctx context.Context, server, tool string, words []string) error {
 			return editConfig(ctx, cfg.File, func(old []byte) ([]byte, error) { return config.AddKeywords(old, server, tool, words) })
+		},
+		Held: func(ctx context.Context) []dashboard.Held {
+			return heldTools(ctx, pinned, cfg, func(string) bool { return true }, log)
+		},
+		Review: func(ctx context.Context, key pin.Key, digest string, approve bool) error {
+			return settle(ctx, pinned, []pin.Key{key}, []string{digest}, approve)
 		},
 		SignIn: func(_ context.Context, server string) error {
 			srv, err := remoteServer(cfg, server)

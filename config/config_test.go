@@ -127,6 +127,7 @@ func TestParseErrors(t *testing.T) {
 		{"disabled string", "mcpServers:\n  gh:\n    command: x\n    disabled: nope\n", []string{"mcpServers.gh.disabled: want true or false"}},
 		{"bad glob", "mcpServers:\n  gh:\n    command: x\n    deny: [\"[\"]\n", []string{"mcpServers.gh.deny[0]: \"[\" is not a valid pattern"}},
 		{"duplicate prefix", "mcpServers:\n  a:\n    command: x\n    prefix: p\n  b:\n    command: y\n    prefix: p\n", []string{"c.yaml:6: mcpServers.b.prefix: \"p\" is also the prefix of server \"a\""}},
+		{"a prefix posing as another's", "mcpServers:\n  evil:\n    command: x\n    prefix: github__x\n  github:\n    command: y\n", []string{`c.yaml:3: mcpServers.evil.prefix: "github__x" starts with "github__", the prefix of server "github"`}},
 		{"bad prefix", "mcpServers:\n  \"my server\":\n    command: x\n", []string{"mcpServers.my server.prefix: \"my server\" may use only"}},
 		{"duplicate server", "mcpServers:\n  a:\n    command: x\n  a:\n    command: y\n", []string{"mcpServers.a: duplicate key"}},
 		{"null command", "mcpServers:\n  a:\n    command:\n", []string{"mcpServers.a.command: want a string, got null"}},

@@ -149,6 +149,16 @@ func (p *parser) validate(servers []Server, nodes map[string]*yaml.Node) {
 		}
 		byPrefix[s.Prefix] = s.Name
 	}
+	for _, s := range servers {
+		if s.Disabled || s.Prefix == "" {
+			continue
+		}
+		for other, name := range byPrefix {
+			if other != "" && name != s.Name && strings.HasPrefix(s.Prefix, other+"__") {
+				p.errorf(nodes[s.Path()], s.Path()+".prefix", "%q starts with %q, the prefix of server %q and its separator: its tools would pass for that server's; choose a prefix without \"__\"", s.Prefix, other+"__", name)
+			}
+		}
+	}
 }
 
 var validPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{0,40}$`)

@@ -24,6 +24,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/toolsift/toolsift/internal/terminal"
+	"github.com/toolsift/toolsift/pin"
+	"github.com/toolsift/toolsift/poison"
 	"github.com/toolsift/toolsift/stats"
 )
 
@@ -42,6 +45,19 @@ type Server struct {
 	SignIn bool `json:"signIn,omitempty"`
 }
 
+// Held is a tool held for review (package pin), as the dashboard shows it.
+type Held struct {
+	Name string // as the model would see it
+	Key  pin.Key
+	// Digest names the version shown: an approval or a rejection is of that version only.
+	Digest   string
+	Why      string
+	Seen     time.Time
+	Pinned   time.Time // zero when no version was
+	Findings []poison.Finding
+	Changes  []pin.Part
+}
+
 // Source is what the dashboard shows and changes. Store and Servers are required.
 type Source struct {
 	Store *stats.Store
@@ -52,6 +68,11 @@ type Source struct {
 	Keywords func(ctx context.Context, server, tool string, words []string) error
 	// SignIn starts signing in to a server; nil offers no button.
 	SignIn func(ctx context.Context, server string) error
+	// Held are the tools held for review the caller may see; nil shows none.
+	Held func(ctx context.Context) []Held
+	// Review approves (or rejects) the version of a held tool with the given digest; nil
+	// offers no buttons, only the command that does it.
+	Review func(ctx context.Context, key pin.Key, digest string, approve bool) error
 	Logger *slog.Logger     // nil discards
 	Now    func() time.Time // nil is time.Now
 }
@@ -77,6 +98,17 @@ func New(src Source) *Handler {
 		"when":  func(t time.Time) string { return t.Local().Format("Jan 2 15:04:05") },
 		"miss":  stats.Miss,
 		"words": queryWords,
+		// A server's text may hold characters a browser shows as nothing: shown as escapes.
+		"visible": terminal.Escape,
+		"change": func(op byte) string {
+			switch op {
+			case '-':
+				return "removed"
+			case '+':
+				return "added"
+			}
+			return "same"
+		},
 		"count": func(n int, one, many string) string {
 			if n == 1 {
 				return "1 " + one
@@ -91,6 +123,8 @@ func New(src Source) *Handler {
 	h.mux.HandleFunc("GET /ui/misses", h.misses)
 	h.mux.HandleFunc("POST /ui/misses/fix", h.fix)
 	h.mux.HandleFunc("POST /ui/signin", h.signIn)
+	h.mux.HandleFunc("GET /ui/review", h.review)
+	h.mux.HandleFunc("POST /ui/review", h.settle)
 	h.mux.HandleFunc("GET /ui/api/report", h.apiReport)
 	h.mux.HandleFunc("GET /ui/api/searches", h.apiSearches)
 	h.mux.HandleFunc("GET /ui/api/servers", h.apiServers)
@@ -117,8 +151,10 @@ type page struct {
 	Chart      *chart
 	Servers    []Server
 	Searches   []stats.Search
+	Held       []Held
 	CanFix     bool
 	CanSignIn  bool
+	CanReview  bool
 }
 
 func (h *Handler) render(w http.ResponseWriter, name string, p page) {
@@ -153,7 +189,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.render(w, "overview.html", page{Title: "Overview", Nav: "overview", Report: rep, Chart: newChart(rep.Days),
-		Servers: servers, CanSignIn: h.src.SignIn != nil, Notice: notice})
+		Servers: servers, CanSignIn: h.src.SignIn != nil, Notice: notice, Held: h.held(r.Context())})
 }
 
 func (h *Handler) searches(w http.ResponseWriter, r *http.Request) {
@@ -235,6 +271,49 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		to = "/ui/?signinfailed=" + url.QueryEscape(name)
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+func (h *Handler) held(ctx context.Context) []Held {
+	if h.src.Held == nil {
+		return nil
+	}
+	return h.src.Held(ctx)
+}
+
+func (h *Handler) review(w http.ResponseWriter, r *http.Request) {
+	held := h.held(r.Context())
+	// Notices are made here, never taken from the address (see overview).
+	var notice string
+	switch r.URL.Query().Get("done") {
+	case "approve":
+		notice = "Approved: that version is pinned, and the tool is back for every session within a second."
+	case "reject":
+		notice = "Rejected: that version stays out; a later one is held for review again."
+	}
+	h.render(w, "review.html", page{Title: "Review", Nav: "review", Held: held, CanReview: h.src.Review != nil, Notice: notice})
+}
+
+// settle approves or rejects a held tool's version.
+func (h *Handler) settle(w http.ResponseWriter, r *http.Request) {
+	if h.src.Review == nil {
+		http.Error(w, "approve or reject with toolsift review on the host", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	name, digest, verdict := r.PostFormValue("tool"), r.PostFormValue("digest"), r.PostFormValue("verdict")
+	i := slices.IndexFunc(h.held(r.Context()), func(t Held) bool { return t.Name == name && t.Digest == digest })
+	if i < 0 || (verdict != "approve" && verdict != "reject") {
+		http.Error(w, "no such tool held for review in that version: reload the page", http.StatusConflict)
+		return
+	}
+	t := h.held(r.Context())[i]
+	if err := h.src.Review(r.Context(), t.Key, digest, verdict == "approve"); err != nil {
+		h.src.Logger.Warn("dashboard: review not recorded", "tool", name, "error", err)
+		http.Error(w, "not recorded: "+err.Error(), http.StatusConflict)
+		return
+	}
+	h.src.Logger.Info("dashboard: tool reviewed", "tool", name, "verdict", verdict)
+	http.Redirect(w, r, "/ui/review?done="+verdict, http.StatusSeeOther)
 }
 
 func (h *Handler) apiReport(w http.ResponseWriter, _ *http.Request) {

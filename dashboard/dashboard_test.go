@@ -1,11 +1,16 @@
 package dashboard
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/toolsift/toolsift/pin"
+	"github.com/toolsift/toolsift/stats"
 )
 
 func TestQueryWords(t *testing.T) {
@@ -83,5 +88,58 @@ func TestLoopback(t *testing.T) {
 		if w := serve("POST", "/ui/misses/fix", "127.0.0.1:9", with(origin)); w.Code != http.StatusForbidden {
 			t.Errorf("a post from %s: %d, want 403", origin, w.Code)
 		}
+	}
+}
+
+// The review page shows a server's hidden characters as escapes, settles only a version it
+// shows, and, without Review (a team's service), offers the command instead of buttons.
+func TestReview(t *testing.T) {
+	store, err := stats.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := []Held{{Name: "s__t", Key: pin.Key{Server: "s", Tool: "t"}, Digest: "d1", Why: "its definition looks poisoned",
+		Changes: []pin.Part{{Name: "description", Lines: []pin.Line{{Op: '+', Text: "Adds.\U000E0041\u202e<script>x</script>"}}}}}}
+	var settled []string
+	src := Source{Store: store, Servers: func(context.Context) []Server { return nil },
+		Held: func(context.Context) []Held { return held },
+		Review: func(_ context.Context, k pin.Key, digest string, approve bool) error {
+			settled = append(settled, fmt.Sprintln(k, digest, approve))
+			return nil
+		}}
+	serve := func(h http.Handler, method, target, body string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, target, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	page := serve(New(src), "GET", "/ui/review", "").Body.String()
+	if strings.ContainsRune(page, 0xE0041) || strings.ContainsRune(page, 0x202E) || strings.Contains(page, "<script>") ||
+		!strings.Contains(page, `\U000e0041\u202e&lt;script&gt;`) {
+		t.Errorf("the page shows a server's text as is:\n%s", page)
+	}
+	for _, tc := range []struct {
+		body string
+		want int
+	}{
+		{"tool=s__t&digest=d0&verdict=approve", http.StatusConflict}, // a version not shown
+		{"tool=s__u&digest=d1&verdict=approve", http.StatusConflict},
+		{"tool=s__t&digest=d1&verdict=maybe", http.StatusConflict},
+		{"tool=s__t&digest=d1&verdict=reject", http.StatusSeeOther},
+	} {
+		if w := serve(New(src), "POST", "/ui/review", tc.body); w.Code != tc.want {
+			t.Errorf("%s: %d, want %d", tc.body, w.Code, tc.want)
+		}
+	}
+	if want := []string{"s/t d1 false\n"}; !reflect.DeepEqual(settled, want) {
+		t.Errorf("settled %q, want %q", settled, want)
+	}
+	src.Review = nil
+	if w := serve(New(src), "POST", "/ui/review", "tool=s__t&digest=d1&verdict=approve"); w.Code != http.StatusForbidden {
+		t.Errorf("a team's dashboard approved: %d", w.Code)
+	}
+	if page := serve(New(src), "GET", "/ui/review", "").Body.String(); strings.Contains(page, `value="approve"`) || !strings.Contains(page, "toolsift review --approve s__t") {
+		t.Errorf("a team's review page:\n%s", page)
 	}
 }

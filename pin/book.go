@@ -2,9 +2,12 @@ package pin
 
 import (
 	"context"
+
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/toolsift/toolsift/poison"
 )
 
 // Store keeps the entries where every process that pins sees them.
@@ -47,7 +50,7 @@ func Open(ctx context.Context, store Store, now func() time.Time) (*Book, error)
 func (b *Book) Judge(s Seen) *Why {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	next, why, changed := decide(b.entries[s.Key], s, b.now())
+	next, why, changed := decide(b.entries[s.Key], s, b.now(), poison.Version)
 	if changed {
 		b.entries[s.Key] = next
 		b.dirty[s.Key] = next

@@ -14,16 +14,22 @@ type Line struct {
 	Text string
 }
 
-// Compare is a readable comparison of two definitions: the lines of each part (description,
-// then each schema pretty-printed) that differ, with the lines around them. A part that did
-// not change is left out.
-func Compare(old, new Definition) map[string][]Line {
-	out := map[string][]Line{}
-	add := func(part, a, b string) {
-		if a == b {
-			return
+// Part is the changes of one part of a definition: "description", "inputSchema",
+// "outputSchema" or "annotations".
+type Part struct {
+	Name  string
+	Lines []Line
+}
+
+// Compare is a readable comparison of two definitions: for each part that differs (the
+// description, then each schema pretty-printed), its lines that differ with the lines around
+// them. A part that did not change is left out.
+func Compare(old, new Definition) []Part {
+	var out []Part
+	add := func(name, a, b string) {
+		if a != b {
+			out = append(out, Part{Name: name, Lines: Diff(a, b, 2)})
 		}
-		out[part] = Diff(a, b, 2)
 	}
 	add("description", old.Description, new.Description)
 	add("inputSchema", pretty(old.InputSchema), pretty(new.InputSchema))
@@ -32,8 +38,18 @@ func Compare(old, new Definition) map[string][]Line {
 	return out
 }
 
-// Parts are the parts of a definition, in the order Compare's keys are shown.
-var Parts = []string{"description", "inputSchema", "outputSchema", "annotations"}
+// Changes compares the version of e held for review with the one pinned, or with nothing
+// when none was.
+func (e Entry) Changes() []Part {
+	var old Definition
+	if e.Pinned != nil {
+		old = e.Pinned.Definition
+	}
+	if e.Pending == nil {
+		return nil
+	}
+	return Compare(old, e.Pending.Definition)
+}
 
 // pretty indents a JSON value with sorted keys, one member a line.
 func pretty(raw json.RawMessage) string {

@@ -1,6 +1,7 @@
 package pin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,8 +78,23 @@ func Encode(entries map[Key]Entry) ([]byte, error) {
 	slices.SortFunc(ff.Tools, func(a, b Entry) int {
 		return strings.Compare(a.Server+"\x00"+a.Tool, b.Server+"\x00"+b.Tool)
 	})
-	data, err := json.MarshalIndent(ff, "", "  ")
-	return append(data, '\n'), err
+	// One entry a line: compact, since the whole file is read at every start, and a diff of
+	// two versions still reads by tool.
+	var b bytes.Buffer
+	b.WriteString("{\"tools\": [\n")
+	for i, e := range ff.Tools {
+		line, err := json.Marshal(e)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(line)
+		if i < len(ff.Tools)-1 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("]}\n")
+	return b.Bytes(), nil
 }
 
 func (f *File) Update(ctx context.Context, fn func(map[Key]Entry) error) (map[Key]Entry, string, error) {

@@ -78,13 +78,18 @@ func canonical(raw json.RawMessage) []byte {
 
 // Version is one version of a tool's definition.
 type Version struct {
-	Digest     string     `json:"digest"`
-	Definition Definition `json:"definition"`
+	Digest string `json:"digest"`
+	// Fingerprint is Seen.Fingerprint of the version when last seen.
+	Fingerprint string     `json:"fingerprint,omitempty"`
+	Definition  Definition `json:"definition"`
 	// At is when it was pinned (Entry.Pinned) or first seen (Entry.Pending).
 	At time.Time `json:"at"`
 	// Approved says the user approved it (toolsift review), rather than toolsift pinning it
 	// on first sight.
 	Approved bool `json:"approved,omitempty"`
+	// Rules is the poison.Version the pinned version was found clean by: a version pinned
+	// on first sight is checked again only when the rules change.
+	Rules string `json:"rules,omitempty"`
 	// Why says why a pending version is held.
 	Why Why `json:"why,omitzero"`
 }
@@ -157,48 +162,86 @@ const maxRejected = 8
 // Seen is a tool as a server lists it now.
 type Seen struct {
 	Key
-	Mode       Mode
-	Digest     string
+	Mode Mode
+	// Fingerprint is the SHA-256 of the tool as the server sent it, bytes and all: cheap,
+	// and while it is the one pinned beside the digest, the digest need not be made.
+	Fingerprint string
+	// Digest makes the tool's Digest, which parses its definition.
+	Digest     func() string
 	Definition Definition
-	Findings   []poison.Finding
+	// Check looks for poisoning in what the model would read (poison.Check); nil finds
+	// nothing. It is called only when no pin says already: the rules take time.
+	Check func() []poison.Finding
 }
 
 // decide says whether a tool as seen now is held, and how its entry changes: a tool seen
 // for the first time is pinned, a version held is recorded as pending. It is the whole of
-// the policy; e is the tool's entry (zero if none), and changed reports whether the returned
-// one differs.
-func decide(e Entry, s Seen, now time.Time) (next Entry, held *Why, changed bool) {
+// the policy; e is the tool's entry (zero if none), rules the poison rules' version, and
+// changed reports whether the returned entry differs.
+func decide(e Entry, s Seen, now time.Time, rules string) (next Entry, held *Why, changed bool) {
 	if s.Mode == Off {
 		return e, nil, false
 	}
-	if slices.Contains(e.Rejected, s.Digest) {
+	var digest string
+	digestOf := func() string {
+		if digest == "" && s.Digest != nil {
+			digest = s.Digest()
+		}
+		return digest
+	}
+	check := func() []poison.Finding {
+		if s.Check == nil {
+			return nil
+		}
+		return s.Check()
+	}
+	samePinned := e.Pinned != nil && (s.Fingerprint != "" && e.Pinned.Fingerprint == s.Fingerprint || e.Pinned.Digest == digestOf())
+	if !samePinned && slices.Contains(e.Rejected, digestOf()) {
 		return e, &Why{Kind: KindRejected}, false
 	}
 	var why Why
 	switch {
-	case e.Pinned != nil && e.Pinned.Digest == s.Digest:
-		// A version pinned on first sight, before a rule that flags it now, is not one the
-		// user chose: it waits for them too.
-		if e.Pinned.Approved || len(s.Findings) == 0 {
+	case samePinned:
+		var findings []poison.Finding
+		if !e.Pinned.Approved && e.Pinned.Rules != rules {
+			// Pinned on first sight by older rules: a version that they let through and
+			// the current ones flag is not one the user chose, and waits for them too.
+			if findings = check(); len(findings) > 0 {
+				why = Why{Kind: KindPoisoned, Findings: findings}
+				break
+			}
+		}
+		rulesNow := e.Pinned.Approved || e.Pinned.Rules == rules
+		if rulesNow && (s.Fingerprint == "" || e.Pinned.Fingerprint == s.Fingerprint) {
 			return e, nil, false
 		}
-		why = Why{Kind: KindPoisoned, Findings: s.Findings}
-	case e.Pinned != nil:
-		why = Why{Kind: KindChanged, Since: e.Pinned.At, Findings: s.Findings}
-	case len(s.Findings) > 0:
-		why = Why{Kind: KindPoisoned, Findings: s.Findings}
-	case s.Mode == All:
-		why = Why{Kind: KindNew}
-	default:
-		e.Key = s.Key
-		e.Pinned = &Version{Digest: s.Digest, Definition: s.Definition, At: now}
+		v := *e.Pinned
+		if !v.Approved {
+			v.Rules = rules
+		}
+		if s.Fingerprint != "" {
+			v.Fingerprint = s.Fingerprint
+		}
+		e.Pinned = &v
 		return e, nil, true
+	case e.Pinned != nil:
+		why = Why{Kind: KindChanged, Since: e.Pinned.At, Findings: check()}
+	default:
+		if findings := check(); len(findings) > 0 {
+			why = Why{Kind: KindPoisoned, Findings: findings}
+		} else if s.Mode == All {
+			why = Why{Kind: KindNew}
+		} else {
+			e.Key = s.Key
+			e.Pinned = &Version{Digest: digestOf(), Fingerprint: s.Fingerprint, Definition: s.Definition, At: now, Rules: rules}
+			return e, nil, true
+		}
 	}
-	if e.Pending != nil && e.Pending.Digest == s.Digest {
+	if e.Pending != nil && e.Pending.Digest == digestOf() {
 		return e, &why, false
 	}
 	e.Key = s.Key
-	e.Pending = &Version{Digest: s.Digest, Definition: s.Definition, At: now, Why: why}
+	e.Pending = &Version{Digest: digestOf(), Fingerprint: s.Fingerprint, Definition: s.Definition, At: now, Why: why}
 	return e, &why, true
 }
 
@@ -208,6 +251,10 @@ func decide(e Entry, s Seen, now time.Time) (next Entry, held *Why, changed bool
 func merge(stored, mine Entry) Entry {
 	if stored.Pinned == nil && stored.Pending == nil {
 		return mine
+	}
+	if stored.Pinned != nil && mine.Pinned != nil && stored.Pinned.Digest == mine.Pinned.Digest && stored.Pinned.Approved == mine.Pinned.Approved {
+		// Checked again by this process's rules, or seen in other bytes.
+		stored.Pinned = mine.Pinned
 	}
 	if mine.Pending != nil && (stored.Pinned == nil || stored.Pinned.Digest != mine.Pending.Digest) && !slices.Contains(stored.Rejected, mine.Pending.Digest) {
 		stored.Pending = mine.Pending

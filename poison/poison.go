@@ -2,11 +2,30 @@ package poison
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
+
+// Version names the rules: it changes when they do, so that what was found clean by older
+// ones is checked again (see package pin).
+var Version = func() string {
+	h := sha256.New()
+	io.WriteString(h, hiddenVersion)
+	for _, r := range rules {
+		fmt.Fprintf(h, "%s\x00%s\x00", r.name, r.re)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}()
+
+// hiddenVersion names what the code finds beside the rules' expressions (hidden, invisible,
+// the rules' skip functions): change it when they change.
+const hiddenVersion = "hidden 1"
 
 // Finding is one reason a tool looks poisoned.
 type Finding struct {
@@ -27,7 +46,18 @@ func Check(description string, schemas ...json.RawMessage) []Finding {
 			f.Field = field
 			out = append(out, f)
 		}
-		for _, r := range rules {
+		// Anchors are words as ASCII spells them: (?i) also folds the odd non-ASCII
+		// letter into an ASCII one (U+017F into s), so other texts are matched in full.
+		ascii := isASCII(text)
+		var lower string
+		if ascii {
+			lower = strings.ToLower(text)
+		}
+		for i := range rules {
+			r := &rules[i]
+			if ascii && !r.mayMatch(lower) {
+				continue
+			}
 			for _, loc := range r.re.FindAllStringIndex(text, -1) {
 				if r.skip == nil || !r.skip(text, loc[0], loc[1]) {
 					out = append(out, Finding{Rule: r.name, Why: r.why, Field: field, Excerpt: excerpt(text, loc[0], loc[1])})
@@ -41,6 +71,15 @@ func Check(description string, schemas ...json.RawMessage) []Finding {
 		eachString(s, "", func(path, text string) { check(path, text) })
 	}
 	return out
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // hidden finds characters a client shows as nothing or that change the text's direction:

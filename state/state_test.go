@@ -190,7 +190,7 @@ func TestPins(t *testing.T) {
 	for i, book := range []*pin.Book{a, b} {
 		wg.Go(func() {
 			for j := range 20 {
-				book.Judge(pin.Seen{Key: pin.Key{Server: "s", Tool: fmt.Sprint(i, "-", j)}, Mode: pin.Changes, Digest: "v1"})
+				book.Judge(pin.Seen{Key: pin.Key{Server: "s", Tool: fmt.Sprint(i, "-", j)}, Mode: pin.Changes, Digest: func() string { return "v1" }})
 				if err := book.Flush(ctx); err != nil {
 					t.Error(err)
 				}
@@ -209,7 +209,7 @@ func TestPins(t *testing.T) {
 		}
 	}
 	// A change b sees is held on a too.
-	if why := b.Judge(pin.Seen{Key: pin.Key{Server: "s", Tool: "0-0"}, Mode: pin.Changes, Digest: "v2"}); why == nil || why.Kind != pin.KindChanged {
+	if why := b.Judge(pin.Seen{Key: pin.Key{Server: "s", Tool: "0-0"}, Mode: pin.Changes, Digest: func() string { return "v2" }}); why == nil || why.Kind != pin.KindChanged {
 		t.Fatalf("b's change: %v", why)
 	}
 	if err := b.Flush(ctx); err != nil {

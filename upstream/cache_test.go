@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/pin"
 )
 
 // TestCacheServesARestartAtOnce runs a pool that caches a server's catalog, then a second
@@ -125,11 +126,32 @@ func BenchmarkNewPoolFromCache(b *testing.B) {
 		servers = append(servers, srv)
 		tools += len(list.Tools)
 	}
-	b.ResetTimer()
-	for range b.N {
-		if n := len(NewPool(servers, Options{CacheDir: dir}).Catalog().Tools); n != tools {
-			b.Fatalf("%d tools from the cache, want %d", n, tools)
+	// As toolsift starts: its pins, those of the start before, judge every tool.
+	pinsFile := filepath.Join(b.TempDir(), "pins.json")
+	pins, err := pin.Open(context.Background(), pin.NewFile(pinsFile), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	NewPool(servers, Options{CacheDir: dir, Pins: pins}) // pins each tool on first sight
+	b.Run("open pins", func(b *testing.B) {
+		for range b.N {
+			if _, err := pin.Open(context.Background(), pin.NewFile(pinsFile), nil); err != nil {
+				b.Fatal(err)
+			}
 		}
+	})
+	for _, opts := range []Options{{CacheDir: dir}, {CacheDir: dir, Pins: pins}} {
+		name := "unpinned"
+		if opts.Pins != nil {
+			name = "pinned"
+		}
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				if n := len(NewPool(servers, opts).Catalog().Tools); n != tools {
+					b.Fatalf("%d tools from the cache, want %d", n, tools)
+				}
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toolsift/toolsift/pin"
+	"github.com/toolsift/toolsift/poison"
 )
 
 // Catalog is an immutable snapshot of every upstream tool, prompt and resource, in
@@ -210,10 +211,15 @@ func (p *Pool) buildCatalog() *Catalog {
 func (p *Pool) judge(t *Tool) *pin.Why {
 	s := p.byName[t.Server]
 	return p.opts.Pins.Judge(pin.Seen{
-		Key:        pin.Key{Server: t.Server, Tool: t.Name},
-		Mode:       pin.Mode(s.cfg.Pin),
-		Digest:     t.Digest,
-		Definition: t.Definition(),
-		Findings:   t.Findings,
+		Key:         pin.Key{Server: t.Server, Tool: t.Name},
+		Mode:        pin.Mode(s.cfg.Pin),
+		Fingerprint: t.Fingerprint,
+		Digest:      t.Digest,
+		Definition:  t.Definition(),
+		// What the model reads: a description the configuration replaced is checked as
+		// written there.
+		Check: func() []poison.Finding {
+			return poison.Check(t.Description, t.InputSchema, t.OutputSchema, t.Annotations)
+		},
 	})
 }

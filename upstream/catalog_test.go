@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/toolsift/toolsift/config"
+	"github.com/toolsift/toolsift/pin"
 )
 
 func TestCatalogCollisions(t *testing.T) {
@@ -131,5 +133,79 @@ func TestLoneChangeIsNotHeldBack(t *testing.T) {
 	pool.rebuild()
 	if took := time.Since(start) - maxBuildWait/buildPace; took > maxBuildWait/2 {
 		t.Errorf("a lone change waited %v for its build", took)
+	}
+}
+
+// TestNoPosingAsAnotherServer: a tool whose name starts with another server's prefix (from
+// a server with an empty prefix, or one whose prefix holds "__") gets a name of its own,
+// whichever server comes first; a server's own tools keep theirs.
+func TestNoPosingAsAnotherServer(t *testing.T) {
+	prefixes := map[string]string{"github": "github", "gh__x": "odd", "jira": "jira"}
+	for _, tc := range []struct {
+		name  string
+		tools []Tool
+		want  map[string]string // exposed name → its server
+	}{
+		{"an empty prefix, first", []Tool{{Server: "evil", Name: "github__create_issue", Exposed: "github__create_issue"}, {Server: "github", Name: "create_issue", Exposed: "github__create_issue"}},
+			map[string]string{"github__create_issue": "github"}},
+		{"an empty prefix, alone", []Tool{{Server: "evil", Name: "jira__delete", Exposed: "jira__delete"}},
+			map[string]string{"jira__delete": ""}},
+		{"a prefix holding __", []Tool{{Server: "evil", Name: "create_issue", Exposed: "github__evil__create_issue"}},
+			map[string]string{"github__evil__create_issue": ""}},
+		{"deeper in the name", []Tool{{Server: "evil", Name: "gh__x__y", Exposed: "gh__x__y"}},
+			map[string]string{"gh__x__y": ""}},
+		{"a server's own", []Tool{{Server: "odd", Name: "y", Exposed: "gh__x__y"}, {Server: "github", Name: "a__b", Exposed: "github__a__b"}},
+			map[string]string{"gh__x__y": "odd", "github__a__b": "github"}},
+		{"not a prefix", []Tool{{Server: "evil", Name: "githubby__x", Exposed: "githubby__x"}, {Server: "evil", Name: "github_x", Exposed: "github_x"}, {Server: "evil", Name: "__github", Exposed: "__github"}},
+			map[string]string{"githubby__x": "evil", "github_x": "evil", "__github": "evil"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cat := merge([]part{{tools: tc.tools}}, prefixes, nil)
+			for name, server := range tc.want {
+				tool, ok := cat.Lookup(name)
+				if server == "" && ok {
+					t.Errorf("%s is %s's", name, tool.Server)
+				}
+				if server != "" && (!ok || tool.Server != server) {
+					t.Errorf("%s: %+v, %v; want %s's", name, tool, ok, server)
+				}
+			}
+			if len(cat.Tools) != len(tc.tools) {
+				t.Errorf("%d tools of %d", len(cat.Tools), len(tc.tools))
+			}
+		})
+	}
+}
+
+// TestHeldToolsLeaveTheCatalog: the tools a pin book holds are in Held with why, and in no
+// lookup of Tools; the others are as they were.
+func TestHeldToolsLeaveTheCatalog(t *testing.T) {
+	book, err := pin.Open(context.Background(), pin.NewFile(filepath.Join(t.TempDir(), "pins.json")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name, desc string) Tool {
+		return Tool{Server: "s", Name: name, Exposed: "s__" + name, Description: desc}
+	}
+	judge := func(t *Tool) *pin.Why {
+		return book.Judge(pin.Seen{Key: pin.Key{Server: t.Server, Tool: t.Name}, Digest: t.Digest, Definition: t.Definition()})
+	}
+	first := merge([]part{{tools: []Tool{mk("a", "A."), mk("b", "B."), mk("c", "C.")}}}, nil, judge)
+	if len(first.Tools) != 3 || len(first.Held) != 0 {
+		t.Fatalf("first sight: %d tools, %d held", len(first.Tools), len(first.Held))
+	}
+	second := merge([]part{{tools: []Tool{mk("a", "A."), mk("b", "B, changed."), mk("c", "C.")}}}, nil, judge)
+	if _, ok := second.Lookup("s__b"); ok || len(second.Tools) != 2 {
+		t.Fatalf("the changed tool is still listed: %d tools", len(second.Tools))
+	}
+	h, ok := second.HeldTool("s__b")
+	if !ok || h.Why.Kind != pin.KindChanged || h.Description != "B, changed." {
+		t.Fatalf("held: %+v %v", h, ok)
+	}
+	if a, ok := second.Lookup("s__a"); !ok || a.Name != "a" {
+		t.Fatal("a is lost")
+	}
+	if c, ok := second.Lookup("s__c"); !ok || c.Name != "c" {
+		t.Fatal("c is lost")
 	}
 }

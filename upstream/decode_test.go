@@ -11,8 +11,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/toolsift/toolsift/pin"
 )
 
 // The tests in this file hold listPages, ParseTool and parseValidTool to what toolsift did
@@ -98,7 +96,7 @@ func oldParseTool(raw json.RawMessage) (Tool, error) {
 		InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
 		Meta: t.Meta, Icons: t.Icons, Execution: t.Execution,
 		AlwaysLoad: meta.AlwaysLoad, Args: args, Repairs: repairs,
-		Digest: pin.Digest(t.Name, pin.Definition{Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}),
+		Fingerprint: fingerprint(raw), source: raw,
 	}, nil
 }
 

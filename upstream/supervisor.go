@@ -11,7 +11,6 @@ import (
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/oauth"
-	"github.com/toolsift/toolsift/poison"
 )
 
 // errIdle ends a connection that had no request for the server's idleTimeout.
@@ -257,9 +256,6 @@ func (s *server) toolsFrom(raws []json.RawMessage) []Tool {
 			if o.Description != "" {
 				t.Description = o.Description
 			}
-		}
-		if s.cfg.Pin != config.PinOff {
-			t.Findings = poison.Check(t.Description, t.InputSchema, t.OutputSchema, t.Annotations)
 		}
 		tools = append(tools, t)
 	}

@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +13,6 @@ import (
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/pin"
-	"github.com/toolsift/toolsift/poison"
 )
 
 // Tool is one upstream tool, kept as the server sent it.
@@ -45,10 +46,23 @@ type Tool struct {
 	Args map[string]string
 	// Repairs says what was changed in the server's input schema so that clients take it.
 	Repairs []string
-	// Digest identifies the tool's definition as the server sent it (pin.Digest).
-	Digest string
-	// Findings are what looks poisoned in the definition the model reads (poison.Check).
-	Findings []poison.Finding
+	// Fingerprint is the SHA-256 of the tool as the server sent it (pin.Seen).
+	Fingerprint string
+	// source is the tool as the server sent it; nil for a tool made otherwise.
+	source json.RawMessage
+}
+
+// Digest identifies the tool's definition as the server sent it (pin.Digest). It parses the
+// tool again: a pin asks for it only when the Fingerprint is not the one it knows.
+func (t *Tool) Digest() string {
+	if t.source == nil {
+		return pin.Digest(t.Name, t.Definition())
+	}
+	f, ok := splitTool(t.source)
+	if !ok {
+		f, _ = decodeTool(t.source)
+	}
+	return pin.Digest(f.Name, pin.Definition{Description: f.Description, InputSchema: f.InputSchema, OutputSchema: f.OutputSchema, Annotations: f.Annotations})
 }
 
 // Definition is what of the tool the model reads, as pinned (see package pin).
@@ -85,13 +99,18 @@ func parseValidTool(raw json.RawMessage) (Tool, error) {
 		return Tool{}, errors.New("tool without a name")
 	}
 	schema, args, repairs := repairSchema(t.InputSchema)
-	digest := pin.Digest(t.Name, pin.Definition{Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
 	return Tool{
 		Name: t.Name, Title: t.Title, Description: t.Description,
 		InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
 		Meta: t.Meta, Icons: t.Icons, Execution: t.Execution,
-		AlwaysLoad: alwaysLoaded(t.Meta), Args: args, Repairs: repairs, Digest: digest,
+		AlwaysLoad: alwaysLoaded(t.Meta), Args: args, Repairs: repairs,
+		Fingerprint: fingerprint(raw), source: raw,
 	}, nil
+}
+
+func fingerprint(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
 }
 
 // toolFields are the members of a tool that ParseTool reads. It is an alias of a struct
