@@ -79,6 +79,10 @@ func settle(ctx context.Context, store pin.Store, keys []pin.Key, digests []stri
 // dashboard.
 func heldTools(ctx context.Context, store pin.Store, cfg *config.Config, shown func(server string) bool, log *slog.Logger) []dashboard.Held {
 	entries, _, err := store.Load(ctx)
+	var defs map[string]pin.Definition
+	if err == nil {
+		defs, err = store.Definitions(ctx)
+	}
 	if err != nil {
 		log.Warn("dashboard: held tools not read", "error", err)
 		return nil
@@ -88,6 +92,7 @@ func heldTools(ctx context.Context, store pin.Store, cfg *config.Config, shown f
 		if e.Pending == nil || !shown(e.Server) {
 			continue
 		}
+		e = e.WithDefinitions(defs)
 		h := dashboard.Held{Name: exposedName(cfg, e.Key), Key: e.Key, Digest: e.Pending.Digest, Why: e.Pending.Why.String(),
 			Seen: e.Pending.At, Findings: e.Pending.Why.Findings, Changes: e.Changes()}
 		if e.Pinned != nil {

@@ -69,6 +69,13 @@ func reviewCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if len(names) == 0 {
+		defs, err := store.Definitions(ctx)
+		if err != nil {
+			return err
+		}
+		for k, e := range entries {
+			entries[k] = e.WithDefinitions(defs)
+		}
 		showHeld(stdout, cfg, entries)
 		return nil
 	}

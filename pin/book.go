@@ -10,15 +10,69 @@ import (
 	"github.com/toolsift/toolsift/poison"
 )
 
-// Store keeps the entries where every process that pins sees them.
+// Store keeps the entries where every process that pins sees them. It keeps the versions'
+// definitions apart (see Apart): every start reads the entries, and only a review needs the
+// definitions.
 type Store interface {
-	// Load returns every entry and the store's version.
+	// Load returns every entry, its versions without their definitions, and the store's
+	// version.
 	Load(ctx context.Context) (map[Key]Entry, string, error)
 	// Update applies f to the stored entries while no other process may, stores what f
-	// left, and returns that and the new version.
+	// left (the definitions its versions carry apart), and returns that, without
+	// definitions, and the new version.
 	Update(ctx context.Context, f func(map[Key]Entry) error) (map[Key]Entry, string, error)
+	// Definitions returns the definitions of the versions the entries name, by digest.
+	Definitions(ctx context.Context) (map[string]Definition, error)
 	// Version changes whenever the entries do; it is cheap to ask.
 	Version(ctx context.Context) (string, error)
+}
+
+// Apart takes the definitions out of the entries' versions, for a store to keep apart: it
+// returns those that carry one, by digest. A version's definition is whatever its digest
+// names, so the same digest is the same definition wherever it comes from.
+func Apart(entries map[Key]Entry) map[string]Definition {
+	defs := map[string]Definition{}
+	strip := func(v *Version) *Version {
+		if v == nil || v.Definition.IsZero() {
+			return v
+		}
+		defs[v.Digest] = v.Definition
+		c := *v // it may be the caller's
+		c.Definition = Definition{}
+		return &c
+	}
+	for k, e := range entries {
+		e.Pinned, e.Pending = strip(e.Pinned), strip(e.Pending)
+		entries[k] = e
+	}
+	return defs
+}
+
+// Referenced reports whether some entry's version has the digest.
+func Referenced(entries map[Key]Entry) func(digest string) bool {
+	used := map[string]bool{}
+	for _, e := range entries {
+		for _, v := range []*Version{e.Pinned, e.Pending} {
+			if v != nil {
+				used[v.Digest] = true
+			}
+		}
+	}
+	return func(d string) bool { return used[d] }
+}
+
+// WithDefinitions gives e's versions their definitions from defs.
+func (e Entry) WithDefinitions(defs map[string]Definition) Entry {
+	fill := func(v *Version) *Version {
+		if v == nil {
+			return nil
+		}
+		c := *v
+		c.Definition = defs[v.Digest]
+		return &c
+	}
+	e.Pinned, e.Pending = fill(e.Pinned), fill(e.Pending)
+	return e
 }
 
 // Book is a process's view of a Store: it judges each tool a server lists (Judge), writes

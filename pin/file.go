@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,8 +18,8 @@ import (
 	"github.com/toolsift/toolsift/internal/filelock"
 )
 
-// File is a Store in one file of the state folder (pins.json), shared by every toolsift
-// process of the user under a file lock.
+// File is a Store in the state folder, shared by every toolsift process of the user under a
+// file lock: the entries in pins.json, the definitions apart beside it.
 type File struct{ path string }
 
 // NewFile returns the store at path.
@@ -110,12 +111,18 @@ func (f *File) Update(ctx context.Context, fn func(map[Key]Entry) error) (map[Ke
 	if err := fn(entries); err != nil {
 		return nil, "", err
 	}
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
+		return nil, "", fmt.Errorf("recording pinned tools: %w", err)
+	}
+	if added := Apart(entries); len(added) > 0 {
+		// Before the entries that name them.
+		if err := f.keep(added, Referenced(entries)); err != nil {
+			return nil, "", err
+		}
+	}
 	data, err := Encode(entries)
 	if err != nil {
 		return nil, "", err
-	}
-	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
-		return nil, "", fmt.Errorf("recording pinned tools: %w", err)
 	}
 	if err := atomicfile.Write(f.path, data, 0o600); err != nil {
 		return nil, "", err
@@ -123,6 +130,54 @@ func (f *File) Update(ctx context.Context, fn func(map[Key]Entry) error) (map[Ke
 	// Still under the lock: nobody else wrote since.
 	v, err := f.Version(ctx)
 	return entries, v, err
+}
+
+// definitionsPath is where the definitions are: pins.definitions.json beside pins.json.
+func (f *File) definitionsPath() string {
+	return strings.TrimSuffix(f.path, filepath.Ext(f.path)) + ".definitions.json"
+}
+
+func (f *File) Definitions(context.Context) (map[string]Definition, error) {
+	data, err := os.ReadFile(f.definitionsPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]Definition{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading pinned tools' definitions: %w", err)
+	}
+	defs := map[string]Definition{}
+	if err := json.Unmarshal(data, &defs); err != nil {
+		return nil, fmt.Errorf("%s is not valid (%v): move it aside; reviews then show no earlier version", f.definitionsPath(), err)
+	}
+	return defs, nil
+}
+
+// keep adds the definitions added to those kept, and drops those no entry uses.
+func (f *File) keep(added map[string]Definition, used func(digest string) bool) error {
+	defs, err := f.Definitions(context.Background())
+	if err != nil {
+		return err
+	}
+	maps.Copy(defs, added)
+	maps.DeleteFunc(defs, func(d string, _ Definition) bool { return !used(d) })
+	// One definition a line, by digest (encoding/json sorts the keys).
+	var b bytes.Buffer
+	b.WriteString("{\n")
+	for i, d := range slices.Sorted(maps.Keys(defs)) {
+		key, _ := json.Marshal(d)
+		def, err := json.Marshal(defs[d])
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(def)
+	}
+	b.WriteString("\n}\n")
+	return atomicfile.Write(f.definitionsPath(), b.Bytes(), 0o600)
 }
 
 // Version is the file's size and modification time: every write replaces it whole.

@@ -45,6 +45,11 @@ type Definition struct {
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
 }
 
+// IsZero reports whether d holds nothing.
+func (d Definition) IsZero() bool {
+	return d.Description == "" && len(d.InputSchema) == 0 && len(d.OutputSchema) == 0 && len(d.Annotations) == 0
+}
+
 // Digest is the SHA-256 of a tool's name and definition, with each JSON value in a canonical
 // form (keys sorted, no spaces), so that a server that sends the same tool with its keys in
 // another order is not taken for one that changed it.
@@ -81,7 +86,7 @@ type Version struct {
 	Digest string `json:"digest"`
 	// Fingerprint is Seen.Fingerprint of the version when last seen.
 	Fingerprint string     `json:"fingerprint,omitempty"`
-	Definition  Definition `json:"definition"`
+	Definition  Definition `json:"definition,omitzero"` // kept apart by a Store: see Apart
 	// At is when it was pinned (Entry.Pinned) or first seen (Entry.Pending).
 	At time.Time `json:"at"`
 	// Approved says the user approved it (toolsift review), rather than toolsift pinning it

@@ -295,3 +295,65 @@ func TestFingerprint(t *testing.T) {
 		t.Fatalf("a new definition: %v", why)
 	}
 }
+
+// Definitions are kept apart from the entries every start reads, and only while a version
+// names them.
+func TestDefinitionsApart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "pins.json")
+	store := NewFile(path)
+	b, err := Open(ctx, store, func() time.Time { return day1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	see := func(digest, desc string) *Why {
+		return b.Judge(Seen{Key: k, Mode: Changes, Digest: fixed(digest), Definition: Definition{Description: desc}})
+	}
+	see("d1", "First words.")
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	see("d2", "Second words.")
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	index, _ := os.ReadFile(path)
+	if strings.Contains(string(index), "words") {
+		t.Errorf("pins.json holds definitions:\n%s", index)
+	}
+	entries, _, err := store.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, err := store.Definitions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := entries[k].WithDefinitions(defs)
+	if e.Pinned.Definition.Description != "First words." || e.Pending.Definition.Description != "Second words." {
+		t.Fatalf("definitions: %+v %+v", e.Pinned, e.Pending)
+	}
+	if ch := e.Changes(); len(ch) != 1 || ch[0].Name != "description" {
+		t.Errorf("changes: %+v", ch)
+	}
+	// Approved, then a third version: the first is named by nothing, and dropped.
+	if _, _, err := store.Update(ctx, func(m map[Key]Entry) error {
+		e := m[k]
+		if err := Approve(&e, "d2", day2); err != nil {
+			return err
+		}
+		m[k] = e
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b.Refresh(ctx)
+	see("d3", "Third words.")
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defs, _ = store.Definitions(ctx)
+	if _, ok := defs["d1"]; ok || defs["d2"].Description != "Second words." || defs["d3"].Description != "Third words." {
+		t.Errorf("definitions kept: %v", defs)
+	}
+}

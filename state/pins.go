@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -19,6 +20,7 @@ type pins struct{ r *Redis }
 const (
 	pinsKey        = "toolsift:pins"
 	pinsVersionKey = "toolsift:pins:version"
+	pinsDefsKey    = "toolsift:pins:definitions" // a hash: digest → definition
 )
 
 func (p pins) Load(ctx context.Context) (map[pin.Key]pin.Entry, string, error) {
@@ -53,14 +55,38 @@ func (p pins) Update(ctx context.Context, f func(map[pin.Key]pin.Entry) error) (
 	if err := f(entries); err != nil {
 		return nil, "", err
 	}
+	added := pin.Apart(entries)
 	data, err := pin.Encode(entries)
 	if err != nil {
 		return nil, "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
+	var stale []string
+	if len(added) > 0 {
+		digests, err := p.r.c.HKeys(ctx, pinsDefsKey).Result()
+		if err := p.r.note(err); err != nil {
+			return nil, "", fmt.Errorf("reading pinned tools' definitions from the shared state: %w", err)
+		}
+		used := pin.Referenced(entries)
+		for _, d := range digests {
+			if !used(d) {
+				stale = append(stale, d)
+			}
+		}
+	}
 	var incr *redis.IntCmd
 	_, err = p.r.c.TxPipelined(ctx, func(tx redis.Pipeliner) error {
+		for d, def := range added {
+			js, err := json.Marshal(def)
+			if err != nil {
+				return err
+			}
+			tx.HSet(ctx, pinsDefsKey, d, js)
+		}
+		if len(stale) > 0 {
+			tx.HDel(ctx, pinsDefsKey, stale...)
+		}
 		tx.Set(ctx, pinsKey, data, 0)
 		incr = tx.Incr(ctx, pinsVersionKey)
 		return nil
@@ -82,4 +108,22 @@ func (p pins) Version(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("reading pinned tools from the shared state: %w", err)
 	}
 	return v, nil
+}
+
+func (p pins) Definitions(ctx context.Context) (map[string]pin.Definition, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	all, err := p.r.c.HGetAll(ctx, pinsDefsKey).Result()
+	if err := p.r.note(err); err != nil {
+		return nil, fmt.Errorf("reading pinned tools' definitions from the shared state: %w", err)
+	}
+	defs := make(map[string]pin.Definition, len(all))
+	for d, js := range all {
+		var def pin.Definition
+		if err := json.Unmarshal([]byte(js), &def); err != nil {
+			return nil, fmt.Errorf("the definition %s in the shared state (%s) is not valid: %w", d, pinsDefsKey, err)
+		}
+		defs[d] = def
+	}
+	return defs, nil
 }
