@@ -64,6 +64,12 @@ var rules = []rule{
 		anchors: [][]string{{"using", "calling", "invoking", "running", "other", "effect", "must", "should", "has"}},
 	},
 	{
+		name:    "uses the client's tools",
+		why:     "it tells the model to use the client's own tools (its shell, its web fetch), which no server's tool needs",
+		re:      regexp.MustCompile(`(?i)\b(use|call|invoke|run|with|through|via)\s+(your|the)\s+(bash|shell|terminal|webfetch|web\s+fetch|websearch|computer)\s+tool\b|\b(run_terminal_cmd|run_shell_command|web_fetch)\b`),
+		anchors: [][]string{{"bash", "shell", "terminal", "fetch", "websearch", "computer", "run_terminal_cmd", "run_shell_command"}},
+	},
+	{
 		name:    "sends data away",
 		why:     "it asks the model to send data to an address",
 		re:      regexp.MustCompile(`(?i)\b(send|post|upload|forward|exfiltrate|report|copy|transmit)(s|ed|ing)?\b[^.\n]{0,40}\b(data|results?|output|contents?|keys?|tokens?|credentials|secrets?|it|them|everything)\b[^.\n]{0,20}\bto\s+(https?://|[a-z0-9.-]+\.(com|net|org|io|xyz|ru)\b|\d{1,3}(\.\d{1,3}){3}|[\w.+-]+@[\w-]+\.)`),
