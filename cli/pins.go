@@ -75,9 +75,8 @@ func settle(ctx context.Context, store pin.Store, keys []pin.Key, digests []stri
 	return err
 }
 
-// heldTools lists the tools held for review in store, of the servers shown admits, for the
-// dashboard.
-func heldTools(ctx context.Context, store pin.Store, cfg *config.Config, shown func(server string) bool, log *slog.Logger) []dashboard.Held {
+// heldTools lists the tools held for review in store that shown admits, for the dashboard.
+func heldTools(ctx context.Context, store pin.Store, cfg *config.Config, shown func(pin.Key) bool, log *slog.Logger) []dashboard.Held {
 	entries, _, err := store.Load(ctx)
 	var defs map[string]pin.Definition
 	if err == nil {
@@ -89,11 +88,11 @@ func heldTools(ctx context.Context, store pin.Store, cfg *config.Config, shown f
 	}
 	var out []dashboard.Held
 	for _, e := range entries {
-		if e.Pending == nil || !shown(e.Server) {
+		if e.Pending == nil || !shown(e.Key) {
 			continue
 		}
 		e = e.WithDefinitions(defs)
-		h := dashboard.Held{Name: exposedName(cfg, e.Key), Key: e.Key, Digest: e.Pending.Digest, Why: e.Pending.Why.String(),
+		h := dashboard.Held{Name: reviewName(cfg, entries, e.Key), Key: e.Key, Digest: e.Pending.Digest, Why: e.Pending.Why.String(),
 			Seen: e.Pending.At, Findings: e.Pending.Why.Findings, Changes: e.Changes()}
 		if e.Pinned != nil {
 			h.Pinned = e.Pinned.At

@@ -201,7 +201,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			}
 			handler = pages
 		}
-		return serveHTTP(ctx, srv, cfg, addr, handler, metrics, shared, pinned, log)
+		return serveHTTP(ctx, srv, cfg, addr, handler, metrics, shared, pinned, pool.Catalog, log)
 	}
 	log.Info("serving on stdio", "config", cfg.File, "servers", len(cfg.Servers))
 	if isTerminal(stdin) {
@@ -235,7 +235,7 @@ func openStats(log *slog.Logger) *stats.Recorder {
 
 // serveHTTP serves until ctx ends, then stops accepting, lets requests in flight finish (up
 // to 10s) and returns; the caller then closes the upstreams.
-func serveHTTP(ctx context.Context, srv *proxy.Server, full *config.Config, addr string, pages http.Handler, metrics *telemetry.Metrics, shared *state.Redis, pinned pin.Store, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, srv *proxy.Server, full *config.Config, addr string, pages http.Handler, metrics *telemetry.Metrics, shared *state.Redis, pinned pin.Store, catalog func() *upstream.Catalog, log *slog.Logger) error {
 	var ui http.Handler
 	if store, err := statsStore(); err == nil {
 		ui = dashboard.New(dashboard.Source{Store: store, Logger: log,
@@ -251,10 +251,15 @@ func serveHTTP(ctx context.Context, srv *proxy.Server, full *config.Config, addr
 			// Shown to those who may use the server; approving a tool for everyone is the
 			// operator's, on the host: toolsift review.
 			Held: func(ctx context.Context) []dashboard.Held {
+				// Those of the tools held now that the caller's access admits: a person sees
+				// no definition of a tool they may not use.
 				u := identity.FromContext(ctx)
 				sts := srv.Statuses()
-				return heldTools(ctx, pinned, full, func(server string) bool {
-					return slices.ContainsFunc(sts, func(st upstream.Status) bool { return st.Name == server && st.Admits(u) })
+				held := catalog().Held
+				return heldTools(ctx, pinned, full, func(k pin.Key) bool {
+					return slices.ContainsFunc(held, func(h upstream.Held) bool {
+						return h.Server == k.Server && h.Name == k.Tool && h.Admits(u)
+					}) && slices.ContainsFunc(sts, func(st upstream.Status) bool { return st.Name == k.Server && st.Admits(u) })
 				}, log)
 			}})
 	}

@@ -89,7 +89,7 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return editConfig(ctx, cfg.File, func(old []byte) ([]byte, error) { return config.AddKeywords(old, server, tool, words) })
 		},
 		Held: func(ctx context.Context) []dashboard.Held {
-			return heldTools(ctx, pinned, cfg, func(string) bool { return true }, log)
+			return heldTools(ctx, pinned, cfg, func(pin.Key) bool { return true }, log)
 		},
 		Review: func(ctx context.Context, key pin.Key, digest string, approve bool) error {
 			return settle(ctx, pinned, []pin.Key{key}, []string{digest}, approve)

@@ -301,12 +301,13 @@ func (h *Handler) settle(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	name, digest, verdict := r.PostFormValue("tool"), r.PostFormValue("digest"), r.PostFormValue("verdict")
-	i := slices.IndexFunc(h.held(r.Context()), func(t Held) bool { return t.Name == name && t.Digest == digest })
+	held := h.held(r.Context())
+	i := slices.IndexFunc(held, func(t Held) bool { return t.Name == name && t.Digest == digest })
 	if i < 0 || (verdict != "approve" && verdict != "reject") {
 		http.Error(w, "no such tool held for review in that version: reload the page", http.StatusConflict)
 		return
 	}
-	t := h.held(r.Context())[i]
+	t := held[i]
 	if err := h.src.Review(r.Context(), t.Key, digest, verdict == "approve"); err != nil {
 		h.src.Logger.Warn("dashboard: review not recorded", "tool", name, "error", err)
 		http.Error(w, "not recorded: "+err.Error(), http.StatusConflict)

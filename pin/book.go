@@ -85,6 +85,8 @@ type Book struct {
 	entries map[Key]Entry
 	version string
 	dirty   map[Key]Entry // entries Judge changed, to be written by Flush
+	// stale is set when Flush found another process's decision stored over this one's.
+	stale bool
 }
 
 // Open loads the store's entries. A store that cannot be read is an error: pins that were
@@ -146,6 +148,13 @@ func (b *Book) Flush(ctx context.Context) error {
 		}
 		return fmt.Errorf("recording pinned tools: %w", err)
 	}
+	for k, mine := range dirty {
+		if !same(entries[k], mine) {
+			// Another process decided otherwise first (it pinned another version, say):
+			// the catalog built on this one's decision is judged again (Refresh).
+			b.stale = true
+		}
+	}
 	// What Judge decided meanwhile stays in memory until its own Flush.
 	for k, e := range b.dirty {
 		entries[k] = e
@@ -155,17 +164,19 @@ func (b *Book) Flush(ctx context.Context) error {
 }
 
 // Refresh loads the entries again if another process changed them (an approval, a
-// rejection, a pin), and reports whether it did.
+// rejection, a pin), and reports whether what the book decides changed since it was last
+// asked: that, or a Flush that found another process's decision first.
 func (b *Book) Refresh(ctx context.Context) (bool, error) {
 	v, err := b.store.Version(ctx)
 	if err != nil {
 		return false, err
 	}
 	b.mu.Lock()
-	same := v == b.version
+	current, stale := v == b.version, b.stale
+	b.stale = false
 	b.mu.Unlock()
-	if same {
-		return false, nil
+	if current {
+		return stale, nil
 	}
 	entries, version, err := b.store.Load(ctx)
 	if err != nil {

@@ -14,8 +14,8 @@ type Line struct {
 	Text string
 }
 
-// Part is the changes of one part of a definition: "description", "inputSchema",
-// "outputSchema" or "annotations".
+// Part is the changes of one part of a definition: "title", "description",
+// "inputSchema", "outputSchema" or "annotations".
 type Part struct {
 	Name  string
 	Lines []Line
@@ -31,6 +31,7 @@ func Compare(old, new Definition) []Part {
 			out = append(out, Part{Name: name, Lines: Diff(a, b, 2)})
 		}
 	}
+	add("title", old.Title, new.Title)
 	add("description", old.Description, new.Description)
 	add("inputSchema", pretty(old.InputSchema), pretty(new.InputSchema))
 	add("outputSchema", pretty(old.OutputSchema), pretty(new.OutputSchema))

@@ -3,15 +3,18 @@ package pin
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/toolsift/toolsift/internal/atomicfile"
@@ -28,46 +31,49 @@ func NewFile(path string) *File { return &File{path: path} }
 // Path is the file's path.
 func (f *File) Path() string { return f.path }
 
-// fileFormat is the file: entries sorted by key.
+// fileFormat is the file: a generation, new at each write, and the entries sorted by key.
 type fileFormat struct {
-	Tools []Entry `json:"tools"`
+	Generation string  `json:"generation"`
+	Tools      []Entry `json:"tools"`
 }
 
-func (f *File) Load(ctx context.Context) (map[Key]Entry, string, error) {
-	entries, err := f.read()
-	if err != nil {
-		return nil, "", err
-	}
-	v, err := f.Version(ctx)
-	return entries, v, err
+func (f *File) Load(context.Context) (map[Key]Entry, string, error) {
+	return f.read()
 }
 
-func (f *File) read() (map[Key]Entry, error) {
+// read returns the entries and the generation they were written with: one read of the
+// file, so that the two always go together.
+func (f *File) read() (map[Key]Entry, string, error) {
 	data, err := os.ReadFile(f.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return map[Key]Entry{}, nil
+		return map[Key]Entry{}, "", nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading pinned tools: %w", err)
+		return nil, "", fmt.Errorf("reading pinned tools: %w", err)
 	}
-	entries, err := Decode(data)
+	entries, generation, err := decode(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not valid (%v): move it aside, and toolsift pins every tool again as it sees it", f.path, err)
+		return nil, "", fmt.Errorf("%s is not valid (%v): move it aside, and toolsift pins every tool again as it sees it", f.path, err)
 	}
-	return entries, nil
+	return entries, generation, nil
 }
 
 // Decode reads entries as Encode wrote them.
 func Decode(data []byte) (map[Key]Entry, error) {
+	entries, _, err := decode(data)
+	return entries, err
+}
+
+func decode(data []byte) (map[Key]Entry, string, error) {
 	var ff fileFormat
 	if err := json.Unmarshal(data, &ff); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	entries := make(map[Key]Entry, len(ff.Tools))
 	for _, e := range ff.Tools {
 		entries[e.Key] = e
 	}
-	return entries, nil
+	return entries, ff.Generation, nil
 }
 
 // Encode writes entries as JSON, sorted by key, so that a diff of two versions reads.
@@ -81,8 +87,11 @@ func Encode(entries map[Key]Entry) ([]byte, error) {
 	})
 	// One entry a line: compact, since the whole file is read at every start, and a diff of
 	// two versions still reads by tool.
+	// The generation comes first, where Version reads it without reading the rest.
+	gen := make([]byte, 8)
+	rand.Read(gen)
 	var b bytes.Buffer
-	b.WriteString("{\"tools\": [\n")
+	fmt.Fprintf(&b, "{\"generation\": %q, \"tools\": [\n", hex.EncodeToString(gen))
 	for i, e := range ff.Tools {
 		line, err := json.Marshal(e)
 		if err != nil {
@@ -104,7 +113,7 @@ func (f *File) Update(ctx context.Context, fn func(map[Key]Entry) error) (map[Ke
 		return nil, "", err
 	}
 	defer release()
-	entries, err := f.read()
+	entries, _, err := f.read()
 	if err != nil {
 		return nil, "", err
 	}
@@ -127,9 +136,8 @@ func (f *File) Update(ctx context.Context, fn func(map[Key]Entry) error) (map[Ke
 	if err := atomicfile.Write(f.path, data, 0o600); err != nil {
 		return nil, "", err
 	}
-	// Still under the lock: nobody else wrote since.
-	v, err := f.Version(ctx)
-	return entries, v, err
+	_, generation, err := decode(data)
+	return entries, generation, err
 }
 
 // definitionsPath is where the definitions are: pins.definitions.json beside pins.json.
@@ -180,14 +188,23 @@ func (f *File) keep(added map[string]Definition, used func(digest string) bool) 
 	return atomicfile.Write(f.definitionsPath(), b.Bytes(), 0o600)
 }
 
-// Version is the file's size and modification time: every write replaces it whole.
+// Version is the file's generation, read from its first line.
 func (f *File) Version(context.Context) (string, error) {
-	fi, err := os.Stat(f.path)
+	file, err := os.Open(f.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("reading pinned tools: %w", err)
 	}
-	return strconv.FormatInt(fi.Size(), 10) + "@" + strconv.FormatInt(fi.ModTime().UnixNano(), 10), nil
+	defer file.Close()
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(file, head)
+	m := generationLine.FindSubmatch(head[:n])
+	if m == nil {
+		return "", fmt.Errorf("%s is not valid (no generation on its first line): move it aside, and toolsift pins every tool again as it sees it", f.path)
+	}
+	return string(m[1]), nil
 }
+
+var generationLine = regexp.MustCompile(`^\{"generation": "([0-9a-f]{16})"`)

@@ -39,6 +39,7 @@ func (k Key) String() string { return k.Server + "/" + k.Tool }
 
 // Definition is what of a tool the model reads, and so what is pinned.
 type Definition struct {
+	Title        string          `json:"title,omitempty"`
 	Description  string          `json:"description"`
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
@@ -47,7 +48,7 @@ type Definition struct {
 
 // IsZero reports whether d holds nothing.
 func (d Definition) IsZero() bool {
-	return d.Description == "" && len(d.InputSchema) == 0 && len(d.OutputSchema) == 0 && len(d.Annotations) == 0
+	return d.Title == "" && d.Description == "" && len(d.InputSchema) == 0 && len(d.OutputSchema) == 0 && len(d.Annotations) == 0
 }
 
 // Digest is the SHA-256 of a tool's name and definition, with each JSON value in a canonical
@@ -55,7 +56,7 @@ func (d Definition) IsZero() bool {
 // another order is not taken for one that changed it.
 func Digest(name string, d Definition) string {
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(name), []byte(d.Description), canonical(d.InputSchema), canonical(d.OutputSchema), canonical(d.Annotations)} {
+	for _, part := range [][]byte{[]byte(name), []byte(d.Title), []byte(d.Description), canonical(d.InputSchema), canonical(d.OutputSchema), canonical(d.Annotations)} {
 		fmt.Fprintf(h, "%d:", len(part))
 		h.Write(part)
 	}
@@ -97,6 +98,9 @@ type Version struct {
 	Rules string `json:"rules,omitempty"`
 	// Why says why a pending version is held.
 	Why Why `json:"why,omitzero"`
+	// Shown is when a review first showed this pending version: one approved by name alone
+	// must have been shown, so that a version the server put in its place since is not.
+	Shown time.Time `json:"shown,omitzero"`
 }
 
 // Why says why a tool is held.
@@ -171,9 +175,9 @@ type Seen struct {
 	// Fingerprint is the SHA-256 of the tool as the server sent it, bytes and all: cheap,
 	// and while it is the one pinned beside the digest, the digest need not be made.
 	Fingerprint string
-	// Digest makes the tool's Digest, which parses its definition.
+	// Digest makes the tool's Digest, and Definition its definition, which parse it.
 	Digest     func() string
-	Definition Definition
+	Definition func() Definition
 	// Check looks for poisoning in what the model would read (poison.Check); nil finds
 	// nothing. It is called only when no pin says already: the rules take time.
 	Check func() []poison.Finding
@@ -199,6 +203,12 @@ func decide(e Entry, s Seen, now time.Time, rules string) (next Entry, held *Why
 			return nil
 		}
 		return s.Check()
+	}
+	definition := func() Definition {
+		if s.Definition == nil {
+			return Definition{}
+		}
+		return s.Definition()
 	}
 	samePinned := e.Pinned != nil && (s.Fingerprint != "" && e.Pinned.Fingerprint == s.Fingerprint || e.Pinned.Digest == digestOf())
 	if !samePinned && slices.Contains(e.Rejected, digestOf()) {
@@ -238,7 +248,7 @@ func decide(e Entry, s Seen, now time.Time, rules string) (next Entry, held *Why
 			why = Why{Kind: KindNew}
 		} else {
 			e.Key = s.Key
-			e.Pinned = &Version{Digest: digestOf(), Fingerprint: s.Fingerprint, Definition: s.Definition, At: now, Rules: rules}
+			e.Pinned = &Version{Digest: digestOf(), Fingerprint: s.Fingerprint, Definition: definition(), At: now, Rules: rules}
 			return e, nil, true
 		}
 	}
@@ -246,25 +256,43 @@ func decide(e Entry, s Seen, now time.Time, rules string) (next Entry, held *Why
 		return e, &why, false
 	}
 	e.Key = s.Key
-	e.Pending = &Version{Digest: digestOf(), Fingerprint: s.Fingerprint, Definition: s.Definition, At: now, Why: why}
+	e.Pending = &Version{Digest: digestOf(), Fingerprint: s.Fingerprint, Definition: definition(), At: now, Why: why}
 	return e, &why, true
 }
 
 // merge applies a change this process decided on (mine) to the entry as stored now, which
 // another process may have changed since: a first-sight pin is taken only if none was made
-// meanwhile, and a pending version only if it is still not the one pinned.
+// meanwhile, and a pending version only if it is still to be reviewed: not the version
+// pinned (unless newer rules flag that one), not one the user rejected.
 func merge(stored, mine Entry) Entry {
-	if stored.Pinned == nil && stored.Pending == nil {
+	if stored.Pinned == nil && stored.Pending == nil && len(stored.Rejected) == 0 {
 		return mine
 	}
-	if stored.Pinned != nil && mine.Pinned != nil && stored.Pinned.Digest == mine.Pinned.Digest && stored.Pinned.Approved == mine.Pinned.Approved {
+	switch {
+	case stored.Pinned == nil && mine.Pinned != nil:
+		stored.Key, stored.Pinned = mine.Key, mine.Pinned
+	case stored.Pinned != nil && mine.Pinned != nil && stored.Pinned.Digest == mine.Pinned.Digest && stored.Pinned.Approved == mine.Pinned.Approved:
 		// Checked again by this process's rules, or seen in other bytes.
 		stored.Pinned = mine.Pinned
 	}
-	if mine.Pending != nil && (stored.Pinned == nil || stored.Pinned.Digest != mine.Pending.Digest) && !slices.Contains(stored.Rejected, mine.Pending.Digest) {
-		stored.Pending = mine.Pending
+	if p := mine.Pending; p != nil && !slices.Contains(stored.Rejected, p.Digest) &&
+		(stored.Pending == nil || stored.Pending.Digest != p.Digest) && // a review may have shown it
+		(stored.Pinned == nil || stored.Pinned.Digest != p.Digest || p.Why.Kind == KindPoisoned && !stored.Pinned.Approved) {
+		stored.Key, stored.Pending = mine.Key, p
 	}
 	return stored
+}
+
+// same reports whether two entries decide alike: the same version pinned, and the same
+// one pending.
+func same(a, b Entry) bool {
+	digest := func(v *Version) string {
+		if v == nil {
+			return ""
+		}
+		return v.Digest
+	}
+	return digest(a.Pinned) == digest(b.Pinned) && digest(a.Pending) == digest(b.Pending) && len(a.Rejected) == len(b.Rejected)
 }
 
 // Approve pins the pending version of e with the given digest: the one the user was shown.
@@ -273,7 +301,7 @@ func Approve(e *Entry, digest string, now time.Time) error {
 		return fmt.Errorf("%s has no version %s waiting for review: it changed again, review it anew", e.Key, short(digest))
 	}
 	v := *e.Pending
-	v.At, v.Approved, v.Why = now, true, Why{}
+	v.At, v.Approved, v.Why, v.Shown = now, true, Why{}, time.Time{}
 	e.Pinned, e.Pending = &v, nil
 	e.Rejected = slices.DeleteFunc(e.Rejected, func(d string) bool { return d == digest })
 	return nil

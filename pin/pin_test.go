@@ -30,7 +30,7 @@ const rules = "r2"
 func fixed(d string) func() string { return func() string { return d } }
 
 func seen(mode Mode, digest string, findings ...poison.Finding) Seen {
-	return Seen{Key: k, Mode: mode, Digest: fixed(digest), Definition: Definition{Description: "v " + digest},
+	return Seen{Key: k, Mode: mode, Digest: fixed(digest), Definition: func() Definition { return Definition{Description: "v " + digest} },
 		Check: func() []poison.Finding { return findings }}
 }
 
@@ -209,8 +209,11 @@ func TestFileSharedByProcesses(t *testing.T) {
 	if err := b.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if changed, err := b.Refresh(ctx); err != nil || changed {
-		t.Fatalf("b's own flush took in a's pin, so nothing is new: %v %v", changed, err)
+	if changed, err := b.Refresh(ctx); err != nil || !changed {
+		t.Fatalf("b's flush found a's pin over its own: its catalog must be judged again: %v %v", changed, err)
+	}
+	if changed, _ := b.Refresh(ctx); changed {
+		t.Fatal("told twice")
 	}
 	if why := b.Judge(Seen{Key: shared, Mode: Changes, Digest: fixed("v2")}); why == nil || why.Kind != KindChanged {
 		t.Fatalf("b's version after a's pin: %v", why)
@@ -307,7 +310,7 @@ func TestDefinitionsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	see := func(digest, desc string) *Why {
-		return b.Judge(Seen{Key: k, Mode: Changes, Digest: fixed(digest), Definition: Definition{Description: desc}})
+		return b.Judge(Seen{Key: k, Mode: Changes, Digest: fixed(digest), Definition: func() Definition { return Definition{Description: desc} }})
 	}
 	see("d1", "First words.")
 	if err := b.Flush(ctx); err != nil {
@@ -355,5 +358,36 @@ func TestDefinitionsApart(t *testing.T) {
 	defs, _ = store.Definitions(ctx)
 	if _, ok := defs["d1"]; ok || defs["d2"].Description != "Second words." || defs["d3"].Description != "Third words." {
 		t.Errorf("definitions kept: %v", defs)
+	}
+}
+
+// What the reviewer of issue 37 found: a pin made after a held version is kept; a version
+// flagged only by newer rules can be reviewed and approved.
+func TestMerge(t *testing.T) {
+	pendingV2 := &Version{Digest: "d2", Why: Why{Kind: KindPoisoned}}
+	for _, tc := range []struct {
+		name            string
+		stored, mine    Entry
+		pinned, pending string
+	}{
+		{"a pin after a held version", Entry{Key: k, Pending: pendingV2}, Entry{Key: k, Pinned: &v1, Pending: pendingV2}, "d1", "d2"},
+		{"first sight, nothing stored", Entry{}, Entry{Key: k, Pinned: &v1}, "d1", ""},
+		{"another pinned first", Entry{Key: k, Pinned: &Version{Digest: "d0"}}, Entry{Key: k, Pinned: &v1}, "d0", ""},
+		{"newer rules flag the pinned version", Entry{Key: k, Pinned: &old}, Entry{Key: k, Pinned: &old, Pending: &Version{Digest: "d1", Why: Why{Kind: KindPoisoned}}}, "d1", "d1"},
+		{"a change back to the pinned version is not pending", Entry{Key: k, Pinned: &v1}, Entry{Key: k, Pinned: &v1, Pending: &Version{Digest: "d1", Why: Why{Kind: KindChanged}}}, "d1", ""},
+		{"a rejected version is not pending again", Entry{Key: k, Pinned: &v1, Rejected: []string{"d2"}}, Entry{Key: k, Pinned: &v1, Pending: pendingV2}, "d1", ""},
+	} {
+		got := merge(tc.stored, tc.mine)
+		if digestOf(got.Pinned) != tc.pinned || digestOf(got.Pending) != tc.pending {
+			t.Errorf("%s: pinned %q pending %q, want %q %q", tc.name, digestOf(got.Pinned), digestOf(got.Pending), tc.pinned, tc.pending)
+		}
+	}
+	// Approving a version newer rules flag pins it as approved: it passes from then on.
+	e := Entry{Key: k, Pinned: &old, Pending: &Version{Digest: "d1", Why: Why{Kind: KindPoisoned}}}
+	if err := Approve(&e, "d1", day2); err != nil {
+		t.Fatal(err)
+	}
+	if _, why, _ := decide(e, seen(Changes, "d1", flag...), day2, rules); why != nil {
+		t.Errorf("approved, still held: %v", why)
 	}
 }

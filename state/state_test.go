@@ -211,6 +211,9 @@ func TestPins(t *testing.T) {
 		}
 	}
 	// A change b sees is held on a too.
+	if _, err := b.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if why := b.Judge(pin.Seen{Key: pin.Key{Server: "s", Tool: "0-0"}, Mode: pin.Changes, Digest: func() string { return "v2" }}); why == nil || why.Kind != pin.KindChanged {
 		t.Fatalf("b's change: %v", why)
 	}

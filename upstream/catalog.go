@@ -215,11 +215,17 @@ func (p *Pool) judge(t *Tool) *pin.Why {
 		Mode:        pin.Mode(s.cfg.Pin),
 		Fingerprint: t.Fingerprint,
 		Digest:      t.Digest,
-		Definition:  t.Definition(),
-		// What the model reads: a description the configuration replaced is checked as
-		// written there.
+		Definition:  t.Definition,
+		// The server's own text, which a pin vouches for: a description the configuration
+		// replaces is the user's own.
 		Check: func() []poison.Finding {
-			return poison.Check(t.Description, t.InputSchema, t.OutputSchema, t.Annotations)
+			def := t.Definition()
+			found := poison.Check(def.Description, def.InputSchema, def.OutputSchema, def.Annotations)
+			for _, f := range poison.Check(def.Title) {
+				f.Field = "title"
+				found = append(found, f)
+			}
+			return found
 		},
 	})
 }

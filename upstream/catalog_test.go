@@ -188,7 +188,7 @@ func TestHeldToolsLeaveTheCatalog(t *testing.T) {
 		return Tool{Server: "s", Name: name, Exposed: "s__" + name, Description: desc}
 	}
 	judge := func(t *Tool) *pin.Why {
-		return book.Judge(pin.Seen{Key: pin.Key{Server: t.Server, Tool: t.Name}, Digest: t.Digest, Definition: t.Definition()})
+		return book.Judge(pin.Seen{Key: pin.Key{Server: t.Server, Tool: t.Name}, Digest: t.Digest, Definition: t.Definition})
 	}
 	first := merge([]part{{tools: []Tool{mk("a", "A."), mk("b", "B."), mk("c", "C.")}}}, nil, judge)
 	if len(first.Tools) != 3 || len(first.Held) != 0 {

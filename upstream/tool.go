@@ -54,20 +54,20 @@ type Tool struct {
 
 // Digest identifies the tool's definition as the server sent it (pin.Digest). It parses the
 // tool again: a pin asks for it only when the Fingerprint is not the one it knows.
-func (t *Tool) Digest() string {
+func (t *Tool) Digest() string { return pin.Digest(t.Name, t.Definition()) }
+
+// Definition is what the model would read of the tool as the server sent it (see package
+// pin): its title, description (not the configuration's), schemas (before any repair) and
+// annotations.
+func (t *Tool) Definition() pin.Definition {
 	if t.source == nil {
-		return pin.Digest(t.Name, t.Definition())
+		return pin.Definition{Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
 	}
 	f, ok := splitTool(t.source)
 	if !ok {
 		f, _ = decodeTool(t.source)
 	}
-	return pin.Digest(f.Name, pin.Definition{Description: f.Description, InputSchema: f.InputSchema, OutputSchema: f.OutputSchema, Annotations: f.Annotations})
-}
-
-// Definition is what of the tool the model reads, as pinned (see package pin).
-func (t *Tool) Definition() pin.Definition {
-	return pin.Definition{Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+	return pin.Definition{Title: f.Title, Description: f.Description, InputSchema: f.InputSchema, OutputSchema: f.OutputSchema, Annotations: f.Annotations}
 }
 
 // Admits reports whether u may use the tool: what a caller may not use does not exist for
