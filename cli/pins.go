@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -38,13 +39,19 @@ func pinStore(ctx context.Context, cfg *config.Config, shared *state.Redis) (sto
 	return pin.NewFile(filepath.Join(dir, "pins.json")), close, nil
 }
 
-// openPins opens the pins a pool judges its servers' tools by, and their store.
-func openPins(ctx context.Context, cfg *config.Config, shared *state.Redis) (*pin.Book, pin.Store, func(), error) {
+// openPins opens the pins a pool judges its servers' tools by, and their store. Shared
+// pins that cannot be reached now are read once they can (pin.Unloaded), as the replica
+// serves its sessions from memory meanwhile; log says so.
+func openPins(ctx context.Context, cfg *config.Config, shared *state.Redis, log *slog.Logger) (*pin.Book, pin.Store, func(), error) {
 	store, close, err := pinStore(ctx, cfg, shared)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("pinned tools: %w", err)
 	}
 	book, err := pin.Open(ctx, store, nil)
+	if errors.Is(err, pin.ErrUnavailable) {
+		log.Warn("pinned tools not read: pinning as on a first start until the shared state answers", "error", err)
+		return pin.Unloaded(store, nil), store, close, nil
+	}
 	if err != nil {
 		close()
 		return nil, nil, nil, fmt.Errorf("pinned tools: %w", err)

@@ -137,7 +137,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		toks.Store, toks.Lock = grants, shared.Lock
 		pending = grants.Pending()
 	}
-	pins, pinned, closePins, err := openPins(ctx, cfg, shared)
+	pins, pinned, closePins, err := openPins(ctx, cfg, shared, log)
 	if err != nil {
 		return err
 	}

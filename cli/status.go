@@ -51,7 +51,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	log := slog.New(slog.DiscardHandler)
 	// A team's service (auth.oidc) signs each person in to OAuth servers for themselves.
 	team := cfg.HTTP.OIDC != nil
-	pins, _, closePins, err := openPins(ctx, cfg, nil)
+	pins, _, closePins, err := openPins(ctx, cfg, nil, log)
 	if err != nil {
 		return err
 	}

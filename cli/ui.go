@@ -70,7 +70,7 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for i := range cfg.Servers {
 		cfg.Servers[i].LazyStart = false
 	}
-	pins, pinned, closePins, err := openPins(ctx, cfg, nil)
+	pins, pinned, closePins, err := openPins(ctx, cfg, nil, log)
 	if err != nil {
 		return err
 	}

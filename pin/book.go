@@ -2,6 +2,7 @@ package pin
 
 import (
 	"context"
+	"errors"
 
 	"fmt"
 	"sync"
@@ -101,6 +102,23 @@ func Open(ctx context.Context, store Store, now func() time.Time) (*Book, error)
 	}
 	return &Book{store: store, now: now, entries: entries, version: version, dirty: map[Key]Entry{}}, nil
 }
+
+// ErrUnavailable marks a Store that cannot be reached now, as opposed to one that cannot be
+// read (see Unloaded).
+var ErrUnavailable = errors.New("pinned tools unavailable")
+
+// Unloaded returns a book of store that has read nothing yet, for a store that could not be
+// reached (ErrUnavailable): it judges as on a first start, pinning what it sees, and loads
+// the store at its first Refresh once it answers, when what others pinned first wins.
+func Unloaded(store Store, now func() time.Time) *Book {
+	if now == nil {
+		now = time.Now
+	}
+	return &Book{store: store, now: now, entries: map[Key]Entry{}, version: unloaded, dirty: map[Key]Entry{}}
+}
+
+// unloaded is the version of a book that has read nothing: no store has it.
+const unloaded = "\x00unloaded"
 
 // Judge says whether the tool as seen is held, and why; nil means it may be used.
 func (b *Book) Judge(s Seen) *Why {

@@ -28,7 +28,7 @@ func (p pins) Load(ctx context.Context) (map[pin.Key]pin.Entry, string, error) {
 	defer cancel()
 	vals, err := p.r.c.MGet(ctx, pinsKey, pinsVersionKey).Result()
 	if err := p.r.note(err); err != nil {
-		return nil, "", fmt.Errorf("reading pinned tools from the shared state: %w", err)
+		return nil, "", fmt.Errorf("reading pinned tools from the shared state: %w: %w", pin.ErrUnavailable, err)
 	}
 	data, _ := vals[0].(string)
 	version, _ := vals[1].(string)
@@ -105,7 +105,7 @@ func (p pins) Version(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	if err := p.r.note(err); err != nil {
-		return "", fmt.Errorf("reading pinned tools from the shared state: %w", err)
+		return "", fmt.Errorf("reading pinned tools from the shared state: %w: %w", pin.ErrUnavailable, err)
 	}
 	return v, nil
 }

@@ -119,7 +119,7 @@ func (s *server) loadCached() {
 		return
 	}
 	s.part = part{tools: s.toolsFrom(e.Tools), prompts: s.promptsFrom(e.Prompts), resources: e.Resources}
-	s.info, s.summary, s.cached = e.Info, e.Info.Summary, e.Saved
+	s.info, s.summary, s.cached = e.Info, s.checkedSummary(e.Info.Summary), e.Saved
 	s.attemptedOnce.Do(func() { close(s.attempted) })
 	s.log.Debug("catalog from cache", "tools", len(s.part.tools), "saved", e.Saved)
 }

@@ -161,6 +161,8 @@ type Pool struct {
 	onChangeCost atomic.Int64
 	// started is set once every server has made its first attempt (see WaitStarted).
 	started atomic.Bool
+	// flushFailing is set while the pins cannot be recorded: said once.
+	flushFailing atomic.Bool
 
 	// rebuildMu is held while a catalog is built and stored, so that builds are made one
 	// at a time, each from parts no older than the last's: two servers that connect at
@@ -257,8 +259,12 @@ func (p *Pool) flushPins() {
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 	defer cancel()
-	if err := p.opts.Pins.Flush(ctx); err != nil {
-		p.opts.Logger.Warn("pinned tools not recorded; trying again", "error", err)
+	err := p.opts.Pins.Flush(ctx)
+	if err != nil && !p.flushFailing.Swap(true) {
+		p.opts.Logger.Warn("pinned tools not recorded; trying again every second", "error", err)
+	}
+	if err == nil && p.flushFailing.Swap(false) {
+		p.opts.Logger.Info("pinned tools recorded")
 	}
 }
 
@@ -268,6 +274,7 @@ func (p *Pool) flushPins() {
 func (p *Pool) watchPins() {
 	t := time.NewTicker(p.opts.PinPoll)
 	defer t.Stop()
+	failing := false // said once, until the pins are read again
 	for {
 		select {
 		case <-p.ctx.Done():
@@ -277,9 +284,16 @@ func (p *Pool) watchPins() {
 		p.flushPins()
 		changed, err := p.opts.Pins.Refresh(p.ctx)
 		if err != nil {
-			p.opts.Logger.Warn("pinned tools not read again", "error", err)
+			if !failing {
+				p.opts.Logger.Warn("pinned tools not read again; trying every second", "error", err)
+			}
+			failing = true
 			continue
 		}
+		if failing {
+			p.opts.Logger.Info("pinned tools read again")
+		}
+		failing = false
 		if changed {
 			p.opts.Logger.Info("pinned tools changed; catalog rebuilt")
 			p.rebuild()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/oauth"
+	"github.com/toolsift/toolsift/poison"
 )
 
 // errIdle ends a connection that had no request for the server's idleTimeout.
@@ -211,7 +212,7 @@ func (s *server) connect(ctx context.Context) error {
 	default:
 	}
 	s.mu.Lock()
-	s.info, s.lastErr, s.stderr, s.stderrLines, s.summary, s.lastUsed = info, nil, "", "", info.Summary, time.Now()
+	s.info, s.lastErr, s.stderr, s.stderrLines, s.summary, s.lastUsed = info, nil, "", "", s.checkedSummary(info.Summary), time.Now()
 	s.connects++
 	restarts := s.connects - 1
 	s.part = part{tools: tools, prompts: prompts, resources: resources}
@@ -373,4 +374,18 @@ func (s *server) disconnect(why error, state State) {
 			s.log.Debug("upstream close", "error", err)
 		}
 	}
+}
+
+// checkedSummary is the server's one line about itself, which tool_search's description
+// shows every session, unless it looks poisoned (package poison): then none, and the log
+// says why.
+func (s *server) checkedSummary(summary string) string {
+	if s.cfg.Pin == config.PinOff {
+		return summary
+	}
+	if found := poison.Check(summary); len(found) > 0 {
+		s.log.Warn("upstream instructions not shown to the model: they look poisoned", "rule", found[0].Rule, "excerpt", found[0].Excerpt)
+		return ""
+	}
+	return summary
 }
