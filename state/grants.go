@@ -124,14 +124,19 @@ func (g *Grants) List(ctx context.Context) (map[string]*oauth.Grant, error) {
 // token rotates, and two replicas refreshing one grant at once would spend it twice. It
 // waits for another holder within ctx; a holder that dies leaves the lock to expire.
 func (r *Redis) Lock(ctx context.Context, key string) (func(), error) {
+	return lock(ctx, r.c, key, r.note)
+}
+
+// lock takes the lock named key on c (see Lock); note sees each operation's error.
+func lock(ctx context.Context, c *redis.Client, key string, note func(error) error) (func(), error) {
 	const lease = 30 * time.Second // longer than a refresh may take (oauth: 30s)
 	token := make([]byte, 16)
 	rand.Read(token)
 	name := "toolsift:lock:" + key
 	for {
-		ok, err := r.c.SetNX(ctx, name, token, lease).Result()
-		if err := r.note(err); err != nil {
-			return nil, fmt.Errorf("taking a refresh lock in the shared state: %w", err)
+		ok, err := c.SetNX(ctx, name, token, lease).Result()
+		if err := note(err); err != nil {
+			return nil, fmt.Errorf("taking a lock in the shared state: %w", err)
 		}
 		if ok {
 			break
@@ -146,7 +151,7 @@ func (r *Redis) Lock(ctx context.Context, key string) (func(), error) {
 		// Only its own lock: one that expired and was taken by another is left alone.
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
-		unlock.Run(ctx, r.c, []string{name}, token)
+		unlock.Run(ctx, c, []string{name}, token)
 	}, nil
 }
 

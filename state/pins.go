@@ -26,8 +26,8 @@ const (
 func (p pins) Load(ctx context.Context) (map[pin.Key]pin.Entry, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	vals, err := p.r.c.MGet(ctx, pinsKey, pinsVersionKey).Result()
-	if err := p.r.note(err); err != nil {
+	vals, err := p.r.pins.MGet(ctx, pinsKey, pinsVersionKey).Result()
+	if err := quiet(err); err != nil {
 		return nil, "", fmt.Errorf("reading pinned tools from the shared state: %w: %w", pin.ErrUnavailable, err)
 	}
 	data, _ := vals[0].(string)
@@ -43,7 +43,7 @@ func (p pins) Load(ctx context.Context) (map[pin.Key]pin.Entry, string, error) {
 }
 
 func (p pins) Update(ctx context.Context, f func(map[pin.Key]pin.Entry) error) (map[pin.Key]pin.Entry, string, error) {
-	unlock, err := p.r.Lock(ctx, "pins")
+	unlock, err := lock(ctx, p.r.pins, "pins", quiet)
 	if err != nil {
 		return nil, "", err
 	}
@@ -64,8 +64,8 @@ func (p pins) Update(ctx context.Context, f func(map[pin.Key]pin.Entry) error) (
 	defer cancel()
 	var stale []string
 	if len(added) > 0 {
-		digests, err := p.r.c.HKeys(ctx, pinsDefsKey).Result()
-		if err := p.r.note(err); err != nil {
+		digests, err := p.r.pins.HKeys(ctx, pinsDefsKey).Result()
+		if err := quiet(err); err != nil {
 			return nil, "", fmt.Errorf("reading pinned tools' definitions from the shared state: %w", err)
 		}
 		used := pin.Referenced(entries)
@@ -76,7 +76,7 @@ func (p pins) Update(ctx context.Context, f func(map[pin.Key]pin.Entry) error) (
 		}
 	}
 	var incr *redis.IntCmd
-	_, err = p.r.c.TxPipelined(ctx, func(tx redis.Pipeliner) error {
+	_, err = p.r.pins.TxPipelined(ctx, func(tx redis.Pipeliner) error {
 		for d, def := range added {
 			js, err := json.Marshal(def)
 			if err != nil {
@@ -91,7 +91,7 @@ func (p pins) Update(ctx context.Context, f func(map[pin.Key]pin.Entry) error) (
 		incr = tx.Incr(ctx, pinsVersionKey)
 		return nil
 	})
-	if err := p.r.note(err); err != nil {
+	if err := quiet(err); err != nil {
 		return nil, "", fmt.Errorf("recording pinned tools in the shared state: %w", err)
 	}
 	return entries, fmt.Sprint(incr.Val()), nil
@@ -100,11 +100,11 @@ func (p pins) Update(ctx context.Context, f func(map[pin.Key]pin.Entry) error) (
 func (p pins) Version(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	v, err := p.r.c.Get(ctx, pinsVersionKey).Result()
+	v, err := p.r.pins.Get(ctx, pinsVersionKey).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
-	if err := p.r.note(err); err != nil {
+	if err := quiet(err); err != nil {
 		return "", fmt.Errorf("reading pinned tools from the shared state: %w: %w", pin.ErrUnavailable, err)
 	}
 	return v, nil
@@ -113,8 +113,8 @@ func (p pins) Version(ctx context.Context) (string, error) {
 func (p pins) Definitions(ctx context.Context) (map[string]pin.Definition, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	all, err := p.r.c.HGetAll(ctx, pinsDefsKey).Result()
-	if err := p.r.note(err); err != nil {
+	all, err := p.r.pins.HGetAll(ctx, pinsDefsKey).Result()
+	if err := quiet(err); err != nil {
 		return nil, fmt.Errorf("reading pinned tools' definitions from the shared state: %w", err)
 	}
 	defs := make(map[string]pin.Definition, len(all))
@@ -126,4 +126,13 @@ func (p pins) Definitions(ctx context.Context) (map[string]pin.Definition, error
 		defs[d] = def
 	}
 	return defs, nil
+}
+
+// quiet is note for the pins' operations, which leave the health of the sessions' client
+// (Redis.note) alone.
+func quiet(err error) error {
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return err
 }

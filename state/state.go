@@ -29,6 +29,9 @@ const opTimeout = 2 * time.Second
 type Redis struct {
 	c       *redis.Client
 	blocked *redis.Client // for reads that block (see Relay): never holding up c's pool
+	// pins is the pinned tools' own (see Pins): polled every second, also while Redis is
+	// down, its failed dials must not put c's pool off dialing when Redis is back.
+	pins *redis.Client
 	ttl     time.Duration // a session's idle timeout
 	process string        // names this process to the others (see Relay)
 
@@ -47,7 +50,7 @@ func Open(ctx context.Context, url string, ttl time.Duration) (*Redis, error) {
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = opTimeout, opTimeout, opTimeout
 	process := make([]byte, 12)
 	_, _ = rand.Read(process)
-	r := &Redis{c: redis.NewClient(opts), blocked: redis.NewClient(opts), ttl: ttl, known: map[string]bool{}, process: hex.EncodeToString(process)}
+	r := &Redis{c: redis.NewClient(opts), blocked: redis.NewClient(opts), pins: redis.NewClient(opts), ttl: ttl, known: map[string]bool{}, process: hex.EncodeToString(process)}
 	if err := r.c.Ping(ctx).Err(); err != nil {
 		// Not fatal: the replica serves from memory until Redis is back (Healthy says so).
 		r.note(err)
@@ -56,7 +59,7 @@ func Open(ctx context.Context, url string, ttl time.Duration) (*Redis, error) {
 }
 
 // Close closes the connections.
-func (r *Redis) Close() error { return errors.Join(r.c.Close(), r.blocked.Close()) }
+func (r *Redis) Close() error { return errors.Join(r.c.Close(), r.blocked.Close(), r.pins.Close()) }
 
 // Healthy returns why Redis is not usable now, or nil.
 func (r *Redis) Healthy(ctx context.Context) error {
