@@ -18,6 +18,7 @@ import (
 	"github.com/toolsift/toolsift/dashboard"
 	"github.com/toolsift/toolsift/embedding"
 	"github.com/toolsift/toolsift/gate"
+	"github.com/toolsift/toolsift/habit"
 	"github.com/toolsift/toolsift/internal/audit"
 	"github.com/toolsift/toolsift/internal/dirs"
 	"github.com/toolsift/toolsift/internal/identity"
@@ -186,7 +187,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		MaxUnlocked: cfg.MaxUnlocked, ListAllUnder: cfg.ListAllUnder, Groups: cfg.Groups, Embeddings: emb,
 		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red, ConfigError: broken, Audit: auditLog, SignIn: signIn, Metrics: metrics,
 		Sessions: sessionStore(shared), Relay: relay(shared), SessionIdleTimeout: cfg.HTTP.SessionIdleTimeout,
-		Stats: counts, Savings: cfg.Search.SavingsLine})
+		Stats: counts, Savings: cfg.Search.SavingsLine, Habits: openHabits(log)})
 	defer srv.Close() // waits for an index build in progress; runs before the pool closes
 	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
 	if addr != "" {
@@ -219,6 +220,17 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return cfgErr // served, as it was broken: the exit status says so
 	}
 	return nil
+}
+
+// openHabits is where the clients' habits are kept (habits.json in the state folder), or
+// nil when there is no state folder: each session then learns for itself.
+func openHabits(log *slog.Logger) proxy.Habits {
+	dir, err := dirs.State()
+	if err != nil {
+		log.Warn("clients' habits not kept: no state folder", "error", err)
+		return nil
+	}
+	return habit.Open(filepath.Join(dir, "habits.json"), log, nil)
 }
 
 // openStats starts counting into the state folder's stats, or, when there is no state

@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/toolsift/toolsift/dashboard"
+	"github.com/toolsift/toolsift/habit"
+	"github.com/toolsift/toolsift/internal/dirs"
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/internal/terminal"
 	"github.com/toolsift/toolsift/state"
@@ -99,6 +103,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cat := settledCatalog(pool)
 	showAlwaysLoaded(stdout, cat)
 	showHeldTools(stdout, cat)
+	if dir, err := dirs.State(); err == nil {
+		showClients(stdout, habit.Open(filepath.Join(dir, "habits.json"), nil, nil).All())
+	}
 	if len(cfg.Servers) == 0 && len(cfg.Projects) > 0 {
 		n := 0
 		for _, servers := range cfg.Projects {
@@ -223,4 +230,45 @@ func showHeldTools(w io.Writer, cat *upstream.Catalog) {
 	for _, h := range cat.Held {
 		fmt.Fprintf(w, "  %s: %s\n", h.Exposed, terminal.Escape(h.Why.String()))
 	}
+}
+
+// showClients lists the clients seen, each with how toolsift treats it after a search that
+// unlocked tools, and where that comes from.
+func showClients(w io.Writer, clients []habit.Client) {
+	if len(clients) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nclients seen, and whether a search waits for them to re-list its tools:\n")
+	for _, c := range dashboardClients(clients) {
+		fmt.Fprintf(w, "  %-28s %-52s %s\n", terminal.Escape(c.Name), c.Habit, c.From)
+	}
+}
+
+// dashboardClients says, for each client, its name and major version, its habit and where
+// that comes from.
+func dashboardClients(clients []habit.Client) []dashboard.Client {
+	out := make([]dashboard.Client, len(clients))
+	for i, c := range clients {
+		name := c.Name
+		if c.Major != "" {
+			name += " " + c.Major
+		}
+		from := "known"
+		if !c.Known {
+			from = "learned on " + c.Learned.UTC().Format(time.DateOnly)
+		}
+		out[i] = dashboard.Client{Name: name, Habit: habitText(c), From: from}
+	}
+	return out
+}
+
+// habitText says what toolsift does for a client of that habit.
+func habitText(c habit.Client) string {
+	switch {
+	case c.Relists:
+		return "waits: it re-lists before reading the result"
+	case c.Late:
+		return "does not wait: it re-lists only after the result"
+	}
+	return "does not wait: it does not re-list mid-turn"
 }

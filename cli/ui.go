@@ -11,11 +11,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/dashboard"
+	"github.com/toolsift/toolsift/habit"
 	"github.com/toolsift/toolsift/internal/dirs"
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/oauth"
@@ -90,6 +92,13 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		},
 		Held: func(ctx context.Context) []dashboard.Held {
 			return heldTools(ctx, pinned, cfg, func(pin.Key) bool { return true }, log)
+		},
+		Clients: func() []dashboard.Client {
+			dir, err := dirs.State()
+			if err != nil {
+				return nil
+			}
+			return dashboardClients(habit.Open(filepath.Join(dir, "habits.json"), log, nil).All())
 		},
 		Review: func(ctx context.Context, key pin.Key, digest string, approve bool) error {
 			return settle(ctx, pinned, []pin.Key{key}, []string{digest}, approve)

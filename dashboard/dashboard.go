@@ -45,6 +45,11 @@ type Server struct {
 	SignIn bool `json:"signIn,omitempty"`
 }
 
+// Client is a client seen, and how a search treats it (see package habit).
+type Client struct {
+	Name, Habit, From string
+}
+
 // Held is a tool held for review (package pin), as the dashboard shows it.
 type Held struct {
 	Name string // as the model would see it
@@ -68,6 +73,8 @@ type Source struct {
 	Keywords func(ctx context.Context, server, tool string, words []string) error
 	// SignIn starts signing in to a server; nil offers no button.
 	SignIn func(ctx context.Context, server string) error
+	// Clients are the clients seen and their habits; nil shows none.
+	Clients func() []Client
 	// Held are the tools held for review the caller may see; nil shows none.
 	Held func(ctx context.Context) []Held
 	// Review approves (or rejects) the version of a held tool with the given digest; nil
@@ -152,6 +159,7 @@ type page struct {
 	Servers    []Server
 	Searches   []stats.Search
 	Held       []Held
+	Clients    []Client
 	CanFix     bool
 	CanSignIn  bool
 	CanReview  bool
@@ -189,7 +197,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.render(w, "overview.html", page{Title: "Overview", Nav: "overview", Report: rep, Chart: newChart(rep.Days),
-		Servers: servers, CanSignIn: h.src.SignIn != nil, Notice: notice, Held: h.held(r.Context())})
+		Servers: servers, CanSignIn: h.src.SignIn != nil, Notice: notice, Held: h.held(r.Context()), Clients: h.clients()})
 }
 
 func (h *Handler) searches(w http.ResponseWriter, r *http.Request) {
@@ -271,6 +279,13 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		to = "/ui/?signinfailed=" + url.QueryEscape(name)
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+func (h *Handler) clients() []Client {
+	if h.src.Clients == nil {
+		return nil
+	}
+	return h.src.Clients()
 }
 
 func (h *Handler) held(ctx context.Context) []Held {

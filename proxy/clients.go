@@ -5,11 +5,13 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/toolsift/toolsift/habit"
 )
 
-// habit is what toolsift knows, ahead of any session, of how a client treats
+// knownHabit is what toolsift knows, ahead of any session, of how a client treats
 // notifications/tools/list_changed (see session, and docs/clients.md).
-type habit struct {
+type knownHabit struct {
 	// noHold: the client does not re-list before it reads the result of the call that
 	// unlocked tools, so holding that result only delays it.
 	noHold bool
@@ -29,11 +31,26 @@ type habit struct {
 }
 
 // habits maps the clientInfo.name a client gives in initialize to its habit. Clients not
-// named here hold until they re-list, and stop holding once they have let a hold run out;
-// named ones keep their habit through a slow moment. Each rests on what the real client did
-// in its end-to-end test (docs/clients.md, "What each client does with a search"); every
-// one of these gives its model one copy of a result that carries two.
-var habits = map[string]habit{
+// named here hold until they re-list, stop holding once they have let a hold run out, and
+// what they showed is kept for their next session (Options.Habits); named ones keep their
+// habit through a slow moment. The first five rest on what the real client did in its
+// end-to-end test, and each of them gives its model one copy of a result that carries two;
+// the others on the client's public source or reports, read for issue 40
+// (docs/clients.md, "What each client does with a search").
+var habits = map[string]knownHabit{
+	// Cursor re-reads a changed list only on a manual refresh, and loads tool descriptions
+	// on demand itself; its model uses call_tool.
+	"cursor-vscode": {noHold: true},
+	// VS Code re-lists at once, but its agent gives its model a re-listed tool only from the
+	// next user message (microsoft/vscode#303012).
+	"Visual Studio Code":            {noHold: true},
+	"Visual Studio Code - Insiders": {noHold: true},
+	// Zed re-lists at once but gives its model the tools of the turn's start; Cline re-lists
+	// after 300 ms and applies the list between turns; Continue does not re-list.
+	"Zed":                 {noHold: true},
+	"Cline":               {noHold: true},
+	"continue-client":     {noHold: true},
+	"continue-cli-client": {noHold: true},
 	// Claude Code re-lists at once; the hold puts the unlocked tool in the next model request.
 	"claude-code": {textOnly: true, sessions: true},
 	// Codex never re-lists by default, and with mcp_tool_list_changed on only after the
@@ -50,13 +67,42 @@ var habits = map[string]habit{
 	"copilot-cli": {noHold: true, textOnly: true, sessions: true},
 }
 
-// afterInitialize notes who the client is and applies its habit to the session.
+// Habits keeps what sessions learn of their clients (package habit's File).
+type Habits interface {
+	// Lookup returns what was learned of a client by name and version, if anything.
+	Lookup(name, version string) (habit.Client, bool)
+	// Learn records whether the client re-lists before reading a result, or only after
+	// (late); known marks a habit from the table above.
+	Learn(ctx context.Context, name, version string, relists, late, known bool) error
+}
+
+// Where a session's habit comes from.
+const (
+	fromDefault = iota // neither known nor learned: hold until shown otherwise
+	fromTable          // habits
+	fromLearned        // Options.Habits
+)
+
+// afterInitialize notes who the client is and applies its habit to the session: the
+// table's, else what an earlier session of the client learned, else the default (hold).
 func (s *Server) afterInitialize(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
 	sess := s.sessionFrom(ctx)
-	name := req.Params.ClientInfo.Name
-	h := habits[name]
+	name, version := req.Params.ClientInfo.Name, req.Params.ClientInfo.Version
+	h, known := habits[name]
+	from, late := fromDefault, false
+	switch {
+	case known:
+		from = fromTable
+		s.recordHabit(sess, name, version, !h.noHold, false, true)
+	case s.opts.Habits != nil:
+		if c, ok := s.opts.Habits.Lookup(name, version); ok {
+			from, late = fromLearned, c.Late
+			h.noHold = !c.Relists
+		}
+	}
 	sess.mu.Lock()
-	sess.client, sess.protocol = name, req.Params.ProtocolVersion
+	sess.client, sess.clientVersion, sess.protocol = name, version, req.Params.ProtocolVersion
+	sess.habitFrom, sess.late = from, late
 	sess.holds = !h.noHold
 	sess.settle = h.settle
 	sess.wait = h.wait
@@ -65,8 +111,8 @@ func (s *Server) afterInitialize(ctx context.Context, _ any, req *mcp.Initialize
 	sess.mu.Unlock()
 	s.persist(ctx, sess)
 	s.opts.Stats.Opened(name)
-	s.log.Info("client connected", "session", sess.id, "client", name, "client_version", req.Params.ClientInfo.Version,
-		"protocol", req.Params.ProtocolVersion, "holds", !h.noHold)
+	s.log.Info("client connected", "session", sess.id, "client", name, "client_version", version,
+		"protocol", req.Params.ProtocolVersion, "holds", !h.noHold, "habit", [...]string{"default", "known", "learned"}[from])
 	s.watchers.tell(ctx, initialized, sess.id)
 }
 
@@ -94,4 +140,22 @@ func (sess *session) structured() bool {
 	}
 	// Revisions are dates, which compare as strings.
 	return sess.protocol == "" || sess.protocol >= structuredSince
+}
+
+// recordHabit records a client's habit in the background (Options.Habits); Close waits for it.
+func (s *Server) recordHabit(sess *session, name, version string, relists, late, known bool) {
+	if s.opts.Habits == nil {
+		return
+	}
+	s.learning.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.opts.Habits.Learn(ctx, name, version, relists, late, known); err != nil {
+			s.log.Warn("client habit not recorded", "session", sess.id, "client", name, "error", err)
+			return
+		}
+		if !known {
+			s.log.Info("client habit learned", "session", sess.id, "client", name, "client_version", version, "relists", relists, "late", late)
+		}
+	})
 }

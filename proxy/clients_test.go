@@ -2,11 +2,15 @@ package proxy
 
 import (
 	"cmp"
+	"context"
 	"log/slog"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/toolsift/toolsift/habit"
 	"github.com/toolsift/toolsift/internal/mcptest"
 )
 
@@ -155,5 +159,89 @@ func TestStructured(t *testing.T) {
 		if got := sess.structured(); got != tt.want {
 			t.Errorf("structured(%q, %q) = %v, want %v", tt.client, tt.protocol, got, tt.want)
 		}
+	}
+}
+
+// TestLearnedHabits: what a session shows of a client toolsift does not know is kept for
+// its next session, in another process (a real habits file): a hold that ran out means no
+// hold from the next session's first search; a re-list after it, that the client re-lists
+// late; a client that starts re-listing at once is noticed, and held again.
+func TestLearnedHabits(t *testing.T) {
+	file := habit.Open(filepath.Join(t.TempDir(), "habits.json"), nil, nil)
+	open := func() (*Server, *mcptest.Buffer) {
+		logs := &mcptest.Buffer{}
+		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		return newGoldenProxyWith(t, Options{Logger: log, ListWait: 300 * time.Millisecond, Habits: file}), logs
+	}
+	learned := func(name string, want func(habit.Client) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if c, ok := file.Lookup(name, "1"); ok && want(c) {
+				return
+			}
+			if time.Now().After(deadline) {
+				c, ok := file.Lookup(name, "1")
+				t.Fatalf("%s: learned %+v %v", name, c, ok)
+			}
+		}
+	}
+
+	// First session: the hold runs out, then the client re-lists, late.
+	p, logs := open()
+	c := newTranscript(t, p)
+	c.initializeAs("agent")
+	id := c.send("tools/call", searchArgs("send message"))
+	c.expect("notifications/tools/list_changed")
+	c.expect("notifications/tools/list_changed")
+	c.expect(id)
+	learned("agent", func(c habit.Client) bool { return !c.Relists })
+	c.roundTrip("tools/list", map[string]any{})
+	learned("agent", func(c habit.Client) bool { return !c.Relists && c.Late })
+	if got := holds(logs); len(got) != 1 || got[0] != holdTimeout {
+		t.Errorf("first session: holds = %q, want [timeout]", got)
+	}
+
+	// Next session, another process: no hold from the first search.
+	p, logs = open()
+	c = newTranscript(t, p)
+	c.initializeAs("agent")
+	id = c.send("tools/call", searchArgs("send message"))
+	c.expect("notifications/tools/list_changed")
+	c.expect(id)
+	c.roundTrip("tools/list", map[string]any{}) // late: says nothing new
+	id = c.send("tools/call", searchArgs("create issue"))
+	c.expect("notifications/tools/list_changed")
+	c.expect(id)
+	if got := holds(logs); len(got) != 2 || got[0] != holdSkipped || got[1] != holdSkipped {
+		t.Errorf("next session: holds = %q, want [skipped skipped]", got)
+	}
+
+	// A client learned not to re-list starts re-listing at once (an update): one search
+	// holds to see, and it is held from then on.
+	if err := file.Learn(context.Background(), "updated", "1", false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	p, logs = open()
+	c = newTranscript(t, p)
+	c.initializeAs("updated")
+	id = c.send("tools/call", searchArgs("send message"))
+	c.expect("notifications/tools/list_changed")
+	c.expect(id)
+	c.roundTrip("tools/list", map[string]any{})
+	id = c.send("tools/call", searchArgs("create issue"))
+	c.expect("notifications/tools/list_changed")
+	c.roundTrip("tools/list", map[string]any{})
+	c.expect(id)
+	learned("updated", func(c habit.Client) bool { return c.Relists })
+	if got := holds(logs); len(got) != 2 || got[0] != holdSkipped || got[1] != holdRelisted {
+		t.Errorf("updated client: holds = %q, want [skipped relisted]", got)
+	}
+
+	// A known client is recorded as known, for status, and keeps its habit.
+	p, _ = open()
+	newTranscript(t, p).initializeAs("cursor-vscode")
+	p.Close() // waits for the record
+	if i := slices.IndexFunc(file.All(), func(c habit.Client) bool { return c.Name == "cursor-vscode" }); i < 0 || !file.All()[i].Known || file.All()[i].Relists {
+		t.Errorf("cursor-vscode recorded as %+v", file.All())
 	}
 }

@@ -118,6 +118,9 @@ type Options struct {
 	// Savings ends each tool_search result with a line saying how many tools are behind it
 	// and the tokens not sent (counted by Stats, so only with it).
 	Savings bool
+	// Habits, if set, keeps what sessions learn of their clients' habits (see habit), so
+	// that the next session of a client uses it from its first search.
+	Habits Habits
 	// SignIn, if set, makes the links with which people sign in to the servers they act on
 	// as themselves.
 	SignIn SignIn
@@ -183,6 +186,8 @@ type Server struct {
 	bridge    *bridge
 	relaying  sync.WaitGroup
 	stopRelay context.CancelFunc
+	// learning counts the habits being recorded (see learn); Close waits for them.
+	learning sync.WaitGroup
 }
 
 // instructions are what a client puts in its model's system prompt; a 2026-07-28 client,
@@ -379,6 +384,7 @@ func (u redacting) Request(ctx context.Context, serverName, method string, param
 // waiting for a 2026-07-28 client's input end. The server still answers. Close is
 // idempotent.
 func (s *Server) Close() error {
+	s.learning.Wait()
 	s.finder.Close()
 	s.stopRelay()
 	s.relaying.Wait()

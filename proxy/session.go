@@ -90,8 +90,22 @@ type session struct {
 	// user is who opened the session (over HTTP, as the gate found); set as it opens.
 	user identity.User
 	// holds is false for a session whose client does not re-list before reading a result:
-	// known so by its name, or shown when a hold ran out (see announce).
+	// known so by its name, learned so by an earlier session, or shown when a hold ran out
+	// (see announce).
 	holds bool
+	// clientVersion is the version the client gave in initialize; habitFrom where holds
+	// came from (fromTable, fromLearned, fromDefault).
+	clientVersion string
+	habitFrom     int
+	// late: the client re-lists, but only once it has read the result (learned): its
+	// re-lists while toolsift does not hold say nothing of its habit.
+	late bool
+	// timedOut: a hold of this session ran out; a re-list after it shows the client re-lists
+	// late. notified is when a search last announced unlocked tools without holding: a
+	// re-list soon after it, from a client not known to re-list late, may mean the client
+	// now re-lists first (an update), and probe makes the next such search hold to learn it.
+	timedOut, probe bool
+	notified        time.Time
 	// settle is how much longer a hold lasts once the re-list is written, for a client that
 	// applies the new list asynchronously.
 	settle time.Duration
@@ -316,10 +330,16 @@ func (s *Server) announce(ctx context.Context, sess *session, wait bool, reason 
 	limit := cmp.Or(sess.wait, s.opts.ListWait)
 	sess.mu.Unlock()
 	s.notifyListChanged(ctx, sess, reason)
-	if !wait || !holds {
-		if !wait {
-			return holdNone
-		}
+	if !wait {
+		return holdNone
+	}
+	sess.mu.Lock()
+	probing := !holds && sess.probe
+	if !holds && !probing {
+		sess.notified = time.Now()
+	}
+	sess.mu.Unlock()
+	if !holds && !probing {
 		return holdSkipped
 	}
 	outcome := holdTimeout
@@ -341,13 +361,8 @@ wait:
 			break wait
 		}
 	}
+	s.learnFromHold(sess, outcome, probing)
 	if outcome == holdTimeout {
-		sess.mu.Lock()
-		// A known client's habit stands: a client that re-lists was only slow this time.
-		if _, known := habits[sess.client]; !known && sess.listed == listed {
-			sess.holds = false
-		}
-		sess.mu.Unlock()
 		return outcome
 	}
 	if settle > 0 {
@@ -382,7 +397,11 @@ func (s *Server) afterListTools(ctx context.Context, id any, _ *mcp.ListToolsReq
 	for _, f := range forms {
 		result.Tools = append(result.Tools, f.tool)
 	}
-	sess.conn.Listed(ctx, id, forms, func() { sess.markListed(version) })
+	sess.conn.Listed(ctx, id, forms, func() {
+		if sess.markListed(version) {
+			s.learnFromRelist(sess)
+		}
+	})
 }
 
 // toolsFor returns the session's tools/list (step 4): always-load tools, tool_search,
@@ -463,12 +482,62 @@ func admitted(u identity.User, forms []*form) []*form {
 
 // markListed wakes whoever waits for the session to re-list, if the list, built at version,
 // has every unlock so far (step 5).
-func (sess *session) markListed(version int) {
+func (sess *session) markListed(version int) (relistedUnheld bool) {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	if version < sess.version {
-		return
+		return false
 	}
 	close(sess.listed)
 	sess.listed = make(chan struct{})
+	return !sess.holds
+}
+
+// learnFromHold takes in what a hold showed of a client not in the table: a re-list within
+// it, that the client re-lists first; a hold that ran out, that it does not (and, if it was
+// probing, that it re-lists late). The session follows at once; the next session of the
+// client starts with it (Options.Habits).
+func (s *Server) learnFromHold(sess *session, outcome string, probing bool) {
+	sess.mu.Lock()
+	if sess.habitFrom == fromTable || outcome != holdRelisted && outcome != holdTimeout {
+		// A known client's habit stands: a client that re-lists was only slow this time.
+		sess.mu.Unlock()
+		return
+	}
+	relists := outcome == holdRelisted
+	changed := sess.habitFrom != fromLearned || sess.holds != relists || probing
+	sess.holds, sess.probe = relists, false
+	if !relists {
+		sess.timedOut = true
+		sess.late = sess.late || probing
+	}
+	sess.habitFrom = fromLearned
+	name, version, late := sess.client, sess.clientVersion, sess.late
+	sess.mu.Unlock()
+	if changed {
+		s.recordHabit(sess, name, version, relists, late, false)
+	}
+}
+
+// learnFromRelist takes in a re-list while the session does not hold: after a hold ran
+// out, the client re-lists late; soon after a search announced tools, from a client not
+// known to re-list late, the next such search holds to learn whether it now re-lists
+// first.
+func (s *Server) learnFromRelist(sess *session) {
+	sess.mu.Lock()
+	if sess.habitFrom == fromTable || sess.holds {
+		sess.mu.Unlock()
+		return
+	}
+	switch {
+	case sess.timedOut && !sess.late:
+		sess.late = true
+		name, version := sess.client, sess.clientVersion
+		sess.mu.Unlock()
+		s.recordHabit(sess, name, version, false, true, false)
+		return
+	case !sess.late && !sess.notified.IsZero() && time.Since(sess.notified) < cmp.Or(sess.wait, s.opts.ListWait):
+		sess.probe = true
+	}
+	sess.mu.Unlock()
 }
