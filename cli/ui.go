@@ -85,6 +85,10 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer signIns.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var clients *habit.File
+	if dir, err := dirs.State(); err == nil {
+		clients = habit.Open(filepath.Join(dir, "habits.json"), log, nil)
+	}
 	src := dashboard.Source{Store: store, Logger: log,
 		Servers: func(context.Context) []dashboard.Server { return dashboardServers(pool.Statuses(), red) },
 		Keywords: func(ctx context.Context, server, tool string, words []string) error {
@@ -94,11 +98,10 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return heldTools(ctx, pinned, cfg, func(pin.Key) bool { return true }, log)
 		},
 		Clients: func() []dashboard.Client {
-			dir, err := dirs.State()
-			if err != nil {
+			if clients == nil {
 				return nil
 			}
-			return dashboardClients(habit.Open(filepath.Join(dir, "habits.json"), log, nil).All())
+			return dashboardClients(clients.All())
 		},
 		Review: func(ctx context.Context, key pin.Key, digest string, approve bool) error {
 			return settle(ctx, pinned, []pin.Key{key}, []string{digest}, approve)

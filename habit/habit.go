@@ -27,6 +27,9 @@ import (
 // Client is what is kept of one client.
 type Client struct {
 	Name string `json:"name"`
+	// User is the person of a shared service whose sessions taught it, if any: one person's
+	// client cannot teach another's (see Key).
+	User string `json:"user,omitempty"`
 	// Major is the major part of the version it gives ("2" of "2.4.1"); a new major version
 	// is a new client, whose habit is learned anew.
 	Major string `json:"major"`
@@ -42,8 +45,23 @@ type Client struct {
 	Seen    time.Time `json:"seen"`
 }
 
-// MaxClients bounds the file: the clients seen least recently go first.
-const MaxClients = 200
+// MaxClients bounds the file, and MaxPerUser the clients of one person of a shared
+// service: the clients seen least recently go first.
+const (
+	MaxClients = 200
+	MaxPerUser = 20
+)
+
+// Key names a client: its name and version as it gives them in initialize, and the person
+// whose session it is on a shared service ("" for the local user).
+type Key struct{ Name, Version, User string }
+
+func (k Key) matches(c Client) bool {
+	return c.Name == clean(k.Name) && c.Major == Major(k.Version) && c.User == clean(k.User)
+}
+
+// clean is s as JSON keeps it: invalid UTF-8 would come back as U+FFFD, and never match.
+func clean(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // File keeps the clients in a file of the state folder.
 type File struct {
@@ -66,19 +84,23 @@ func Open(path string, log *slog.Logger, now func() time.Time) *File {
 	return &File{path: path, log: log, now: now}
 }
 
-// Major is the major part of a version string: up to its first dot.
+// Path is the file's path.
+func (f *File) Path() string { return f.path }
+
+// Major is the major part of a version string: up to its first dot, at most 20 characters.
 func Major(version string) string {
-	major, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(version), "v"), ".")
-	if len(major) > 20 {
-		major = major[:20]
+	major, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(clean(version)), "v"), ".")
+	if r := []rune(major); len(r) > 20 {
+		major = string(r[:20])
 	}
 	return major
 }
 
 // Lookup returns what was learned of the client, if anything.
-func (f *File) Lookup(name, version string) (Client, bool) {
-	for _, c := range f.read() {
-		if c.Name == name && c.Major == Major(version) {
+func (f *File) Lookup(k Key) (Client, bool) {
+	all, _ := f.read()
+	for _, c := range all {
+		if k.matches(c) {
 			return c, !c.Known
 		}
 	}
@@ -87,71 +109,94 @@ func (f *File) Lookup(name, version string) (Client, bool) {
 
 // All returns every client kept, the most recently seen first.
 func (f *File) All() []Client {
-	all := f.read()
+	all, _ := f.read()
 	slices.SortStableFunc(all, func(a, b Client) int { return b.Seen.Compare(a.Seen) })
 	return all
 }
 
-// Learn records whether the client re-lists before reading a result (relists), or only
-// after (late); known marks a habit from toolsift's own table, recorded so that status can
-// show the client. It writes only what changes: a habit, or the day the client was seen.
-func (f *File) Learn(ctx context.Context, name, version string, relists, late, known bool) error {
-	if name == "" || len(name) > 200 {
-		return nil
-	}
+// Learn records what a session showed of the client: whether it re-lists before reading a
+// result (relists), or only after (late).
+func (f *File) Learn(ctx context.Context, k Key, relists, late bool) error {
 	now := f.now().UTC()
-	day := now.Truncate(24 * time.Hour)
-	major := Major(version)
-	return f.update(ctx, func(all []Client) ([]Client, bool) {
-		i := slices.IndexFunc(all, func(c Client) bool { return c.Name == name && c.Major == major })
-		if i < 0 {
-			all = append(all, Client{Name: name, Major: major})
-			i = len(all) - 1
-		}
-		c := all[i]
-		next := c
-		next.Seen = day
-		next.Known = known
-		if next.Relists != relists || next.Late != late || c.Known != known || c.Learned.IsZero() && !known {
-			next.Relists, next.Late = relists, late
-			next.Learned = now
-			if known {
-				next.Learned = time.Time{}
-			}
-		}
-		if next == c {
-			return all, false
-		}
-		all[i] = next
-		if len(all) > MaxClients {
-			slices.SortStableFunc(all, func(a, b Client) int { return b.Seen.Compare(a.Seen) })
-			all = all[:MaxClients]
-		}
-		return all, true
+	return f.change(ctx, k, func(c *Client) {
+		c.Relists, c.Late, c.Known, c.Learned = relists, late, false, now
 	})
 }
 
-// read returns the clients kept; a file that cannot be read is as if empty, said once.
-func (f *File) read() []Client {
-	data, err := os.ReadFile(f.path)
-	if errors.Is(err, fs.ErrNotExist) {
+// Know records a client of toolsift's own table, with its habit, so that status shows it.
+func (f *File) Know(ctx context.Context, k Key, relists bool) error {
+	return f.change(ctx, k, func(c *Client) {
+		c.Relists, c.Late, c.Known, c.Learned = relists, false, true, time.Time{}
+	})
+}
+
+// Saw records that the client was seen today: the clients seen least recently go first.
+func (f *File) Saw(ctx context.Context, k Key) error {
+	return f.change(ctx, k, func(*Client) {})
+}
+
+// change applies set to the client's record (made if need be), notes it was seen today, and
+// writes the file if that changed anything.
+func (f *File) change(ctx context.Context, k Key, set func(*Client)) error {
+	if k.Name == "" || len(k.Name) > 200 || len(k.User) > 200 {
 		return nil
 	}
-	var all []Client
-	if err == nil {
-		err = json.Unmarshal(data, &all)
+	day := f.now().UTC().Truncate(24 * time.Hour)
+	return f.update(ctx, func(all []Client) ([]Client, bool) {
+		i := slices.IndexFunc(all, k.matches)
+		if i < 0 {
+			all = append(all, Client{Name: clean(k.Name), Major: Major(k.Version), User: clean(k.User)})
+			i = len(all) - 1
+		}
+		next := all[i]
+		set(&next)
+		next.Seen = day
+		if next == all[i] {
+			return all, false
+		}
+		all[i] = next
+		return bound(all, next.User), true
+	})
+}
+
+// bound keeps the MaxPerUser clients of user seen last, and the MaxClients of all.
+func bound(all []Client, user string) []Client {
+	slices.SortStableFunc(all, func(a, b Client) int { return b.Seen.Compare(a.Seen) })
+	if user != "" {
+		n := 0
+		all = slices.DeleteFunc(all, func(c Client) bool {
+			if c.User != user {
+				return false
+			}
+			n++
+			return n > MaxPerUser
+		})
+	}
+	return all[:min(len(all), MaxClients)]
+}
+
+// read returns the clients kept. A file that is not valid is as if empty, said once, and
+// rewritten by the next change; one that cannot be read is an error, and left alone.
+func (f *File) read() ([]Client, error) {
+	data, err := os.ReadFile(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
 	if err != nil {
+		return nil, fmt.Errorf("reading clients' habits: %w", err)
+	}
+	var all []Client
+	if err := json.Unmarshal(data, &all); err != nil {
 		f.mu.Lock()
 		warned := f.warned
 		f.warned = true
 		f.mu.Unlock()
 		if !warned {
-			f.log.Warn("clients' habits not read; learning them anew", "file", f.path, "error", err)
+			f.log.Warn("clients' habits not valid; learning them anew", "file", f.path, "error", err)
 		}
-		return nil
+		return nil, nil
 	}
-	return all
+	return all, nil
 }
 
 // update changes the clients under the file lock every toolsift process takes.
@@ -161,7 +206,11 @@ func (f *File) update(ctx context.Context, change func([]Client) ([]Client, bool
 		return err
 	}
 	defer release()
-	all, changed := change(f.read())
+	all, err := f.read()
+	if err != nil {
+		return err
+	}
+	all, changed := change(all)
 	if !changed {
 		return nil
 	}

@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/toolsift/toolsift/habit"
+	"github.com/toolsift/toolsift/internal/identity"
 )
 
 // knownHabit is what toolsift knows, ahead of any session, of how a client treats
@@ -69,11 +71,15 @@ var habits = map[string]knownHabit{
 
 // Habits keeps what sessions learn of their clients (package habit's File).
 type Habits interface {
-	// Lookup returns what was learned of a client by name and version, if anything.
-	Lookup(name, version string) (habit.Client, bool)
+	// Lookup returns what was learned of a client, if anything.
+	Lookup(k habit.Key) (habit.Client, bool)
 	// Learn records whether the client re-lists before reading a result, or only after
-	// (late); known marks a habit from the table above.
-	Learn(ctx context.Context, name, version string, relists, late, known bool) error
+	// (late).
+	Learn(ctx context.Context, k habit.Key, relists, late bool) error
+	// Know records a client of the table above, for status to show.
+	Know(ctx context.Context, k habit.Key, relists bool) error
+	// Saw records that the client was seen, so that it is kept.
+	Saw(ctx context.Context, k habit.Key) error
 }
 
 // Where a session's habit comes from.
@@ -88,21 +94,23 @@ const (
 func (s *Server) afterInitialize(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
 	sess := s.sessionFrom(ctx)
 	name, version := req.Params.ClientInfo.Name, req.Params.ClientInfo.Version
+	key := habitKey(sess, name, version)
 	h, known := habits[name]
-	from, late := fromDefault, false
+	from, late, lateSince := fromDefault, false, time.Time{}
 	switch {
 	case known:
 		from = fromTable
-		s.recordHabit(sess, name, version, !h.noHold, false, true)
+		s.recordHabit(sess, "", func(ctx context.Context, hs Habits) error { return hs.Know(ctx, key, !h.noHold) })
 	case s.opts.Habits != nil:
-		if c, ok := s.opts.Habits.Lookup(name, version); ok {
-			from, late = fromLearned, c.Late
+		if c, ok := s.opts.Habits.Lookup(key); ok {
+			from, late, lateSince = fromLearned, c.Late, c.Learned
 			h.noHold = !c.Relists
+			s.recordHabit(sess, "", func(ctx context.Context, hs Habits) error { return hs.Saw(ctx, key) })
 		}
 	}
 	sess.mu.Lock()
 	sess.client, sess.clientVersion, sess.protocol = name, version, req.Params.ProtocolVersion
-	sess.habitFrom, sess.late = from, late
+	sess.habitFrom, sess.late, sess.lateSince = from, late, lateSince
 	sess.holds = !h.noHold
 	sess.settle = h.settle
 	sess.wait = h.wait
@@ -142,20 +150,78 @@ func (sess *session) structured() bool {
 	return sess.protocol == "" || sess.protocol >= structuredSince
 }
 
-// recordHabit records a client's habit in the background (Options.Habits); Close waits for it.
-func (s *Server) recordHabit(sess *session, name, version string, relists, late, known bool) {
+// habitKey names the session's client for Options.Habits: on a shared service, with the
+// person whose session it is, so that nobody's client teaches anybody else's.
+func habitKey(sess *session, name, version string) habit.Key {
+	k := habit.Key{Name: name, Version: version}
+	if u := sess.who(); u.Kind != identity.Local {
+		k.User = u.Key
+	}
+	return k
+}
+
+// recordHabit has write record in Options.Habits, on the goroutine that writes them in
+// order (see habitWriter); learned, if set, is logged once it is.
+func (s *Server) recordHabit(sess *session, learned string, write func(context.Context, Habits) error) {
 	if s.opts.Habits == nil {
 		return
 	}
-	s.learning.Go(func() {
+	s.habits.do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := s.opts.Habits.Learn(ctx, name, version, relists, late, known); err != nil {
-			s.log.Warn("client habit not recorded", "session", sess.id, "client", name, "error", err)
+		if err := write(ctx, s.opts.Habits); err != nil {
+			s.log.Warn("client habit not recorded", "session", sess.id, "error", err)
 			return
 		}
-		if !known {
-			s.log.Info("client habit learned", "session", sess.id, "client", name, "client_version", version, "relists", relists, "late", late)
+		if learned != "" {
+			s.log.Info("client habit learned", "session", sess.id, "habit", learned)
 		}
 	})
+}
+
+// habitWriter records habits one at a time, in the order sessions learned them: a re-list
+// that follows a hold that ran out must not be written before it.
+type habitWriter struct {
+	mu     sync.Mutex // guards queue, busy and closed
+	queue  []func()
+	busy   bool // a goroutine is draining queue; wg counts it
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// do runs f after the writes before it, on a goroutine of the writer's; after close, never.
+func (w *habitWriter) do(f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || len(w.queue) >= 64 {
+		return // a habit not recorded is learned again
+	}
+	w.queue = append(w.queue, f)
+	if !w.busy {
+		w.busy = true
+		w.wg.Go(w.drain)
+	}
+}
+
+func (w *habitWriter) drain() {
+	for {
+		w.mu.Lock()
+		if len(w.queue) == 0 {
+			w.busy = false
+			w.mu.Unlock()
+			return
+		}
+		f := w.queue[0]
+		w.queue = w.queue[1:]
+		w.mu.Unlock()
+		f()
+	}
+}
+
+// close lets the writes queued finish, and takes no more.
+func (w *habitWriter) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.wg.Wait()
 }

@@ -176,11 +176,11 @@ func TestLearnedHabits(t *testing.T) {
 	learned := func(name string, want func(habit.Client) bool) {
 		t.Helper()
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			if c, ok := file.Lookup(name, "1"); ok && want(c) {
+			if c, ok := file.Lookup(habit.Key{Name: name, Version: "1"}); ok && want(c) {
 				return
 			}
 			if time.Now().After(deadline) {
-				c, ok := file.Lookup(name, "1")
+				c, ok := file.Lookup(habit.Key{Name: name, Version: "1"})
 				t.Fatalf("%s: learned %+v %v", name, c, ok)
 			}
 		}
@@ -218,7 +218,7 @@ func TestLearnedHabits(t *testing.T) {
 
 	// A client learned not to re-list starts re-listing at once (an update): one search
 	// holds to see, and it is held from then on.
-	if err := file.Learn(context.Background(), "updated", "1", false, false, false); err != nil {
+	if err := file.Learn(context.Background(), habit.Key{Name: "updated", Version: "1"}, false, false); err != nil {
 		t.Fatal(err)
 	}
 	p, logs = open()
@@ -235,6 +235,28 @@ func TestLearnedHabits(t *testing.T) {
 	learned("updated", func(c habit.Client) bool { return c.Relists })
 	if got := holds(logs); len(got) != 2 || got[0] != holdSkipped || got[1] != holdRelisted {
 		t.Errorf("updated client: holds = %q, want [skipped relisted]", got)
+	}
+
+	// A client learned to re-list late, two days ago (one slow moment, say), that re-lists
+	// right after a search is probed again, and held from then on.
+	old := habit.Open(file.Path(), nil, func() time.Time { return time.Now().Add(-48 * time.Hour) })
+	if err := old.Learn(context.Background(), habit.Key{Name: "slowpoke", Version: "1"}, false, true); err != nil {
+		t.Fatal(err)
+	}
+	p, logs = open()
+	c = newTranscript(t, p)
+	c.initializeAs("slowpoke")
+	id = c.send("tools/call", searchArgs("send message"))
+	c.expect("notifications/tools/list_changed")
+	c.expect(id)
+	c.roundTrip("tools/list", map[string]any{})
+	id = c.send("tools/call", searchArgs("create issue"))
+	c.expect("notifications/tools/list_changed")
+	c.roundTrip("tools/list", map[string]any{})
+	c.expect(id)
+	learned("slowpoke", func(c habit.Client) bool { return c.Relists && !c.Late })
+	if got := holds(logs); len(got) != 2 || got[0] != holdSkipped || got[1] != holdRelisted {
+		t.Errorf("slowpoke: holds = %q, want [skipped relisted]", got)
 	}
 
 	// A known client is recorded as known, for status, and keeps its habit.

@@ -186,8 +186,9 @@ type Server struct {
 	bridge    *bridge
 	relaying  sync.WaitGroup
 	stopRelay context.CancelFunc
-	// learning counts the habits being recorded (see learn); Close waits for them.
-	learning sync.WaitGroup
+	// habits records what sessions learn of their clients (see recordHabit); Close waits
+	// for it.
+	habits habitWriter
 }
 
 // instructions are what a client puts in its model's system prompt; a 2026-07-28 client,
@@ -384,7 +385,7 @@ func (u redacting) Request(ctx context.Context, serverName, method string, param
 // waiting for a 2026-07-28 client's input end. The server still answers. Close is
 // idempotent.
 func (s *Server) Close() error {
-	s.learning.Wait()
+	s.habits.close()
 	s.finder.Close()
 	s.stopRelay()
 	s.relaying.Wait()

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolsift/toolsift/habit"
 	"github.com/toolsift/toolsift/internal/identity"
 	"github.com/toolsift/toolsift/upstream"
 )
@@ -106,6 +107,9 @@ type session struct {
 	// now re-lists first (an update), and probe makes the next such search hold to learn it.
 	timedOut, probe bool
 	notified        time.Time
+	// lateSince is when the client was learned to re-list late: it is probed again on
+	// another day, in case that was a slow moment of a client that re-lists first.
+	lateSince time.Time
 	// settle is how much longer a hold lasts once the re-list is written, for a client that
 	// applies the new list asynchronously.
 	settle time.Duration
@@ -507,16 +511,40 @@ func (s *Server) learnFromHold(sess *session, outcome string, probing bool) {
 	relists := outcome == holdRelisted
 	changed := sess.habitFrom != fromLearned || sess.holds != relists || probing
 	sess.holds, sess.probe = relists, false
-	if !relists {
+	if relists {
+		sess.late = false
+	} else {
 		sess.timedOut = true
-		sess.late = sess.late || probing
+		if probing {
+			sess.late, sess.lateSince = true, time.Now()
+		}
 	}
 	sess.habitFrom = fromLearned
-	name, version, late := sess.client, sess.clientVersion, sess.late
+	key, late := habitKey0(sess), sess.late
 	sess.mu.Unlock()
 	if changed {
-		s.recordHabit(sess, name, version, relists, late, false)
+		s.recordHabit(sess, habitText(relists, late), func(ctx context.Context, hs Habits) error { return hs.Learn(ctx, key, relists, late) })
 	}
+}
+
+// habitKey0 is habitKey for a session whose mu is held.
+func habitKey0(sess *session) habit.Key {
+	k := habit.Key{Name: sess.client, Version: sess.clientVersion}
+	if sess.user.Kind != identity.Local {
+		k.User = sess.user.Key
+	}
+	return k
+}
+
+// habitText says a habit, for the log.
+func habitText(relists, late bool) string {
+	switch {
+	case relists:
+		return "re-lists before reading a result"
+	case late:
+		return "re-lists after reading a result"
+	}
+	return "does not re-list mid-turn"
 }
 
 // learnFromRelist takes in a re-list while the session does not hold: after a hold ran
@@ -531,12 +559,15 @@ func (s *Server) learnFromRelist(sess *session) {
 	}
 	switch {
 	case sess.timedOut && !sess.late:
-		sess.late = true
-		name, version := sess.client, sess.clientVersion
+		sess.late, sess.lateSince = true, time.Now()
+		key := habitKey0(sess)
 		sess.mu.Unlock()
-		s.recordHabit(sess, name, version, false, true, false)
+		s.recordHabit(sess, habitText(false, true), func(ctx context.Context, hs Habits) error { return hs.Learn(ctx, key, false, true) })
 		return
-	case !sess.late && !sess.notified.IsZero() && time.Since(sess.notified) < cmp.Or(sess.wait, s.opts.ListWait):
+	case !sess.notified.IsZero() && time.Since(sess.notified) < cmp.Or(sess.wait, s.opts.ListWait) &&
+		(!sess.late || time.Since(sess.lateSince) > 24*time.Hour):
+		// Probed once a day for a late client: one slow moment must not leave a client that
+		// re-lists first unheld for good.
 		sess.probe = true
 	}
 	sess.mu.Unlock()

@@ -20,6 +20,10 @@ type SessionStore interface {
 type record struct {
 	User      identity.User    `json:"user"`
 	Client    string           `json:"client,omitempty"`
+	Version   string           `json:"version,omitempty"` // the client's
+	HabitFrom int              `json:"habitFrom,omitempty"`
+	Late      bool             `json:"late,omitempty"`
+	LateSince time.Time        `json:"lateSince,omitzero"`
 	Protocol  string           `json:"protocol,omitempty"`
 	Holds     bool             `json:"holds"`
 	Settle    time.Duration    `json:"settle,omitempty"`
@@ -38,7 +42,8 @@ func (s *Server) persist(ctx context.Context, sess *session) {
 		return
 	}
 	sess.mu.Lock()
-	rec := record{User: sess.user, Client: sess.client, Protocol: sess.protocol, Holds: sess.holds, Settle: sess.settle,
+	rec := record{User: sess.user, Client: sess.client, Version: sess.clientVersion, HabitFrom: sess.habitFrom, Late: sess.late, LateSince: sess.lateSince,
+		Protocol: sess.protocol, Holds: sess.holds, Settle: sess.settle,
 		Wait: sess.wait, Samples: sess.samples, URLElicit: sess.urlElicit, Unlocked: sess.unlocked, Used: sess.used, Tick: sess.tick}
 	data, err := json.Marshal(rec)
 	sess.mu.Unlock()
@@ -71,6 +76,10 @@ func (s *Server) restore(id string) *session {
 	}
 	sess := s.newSession(id, mcpConn{mcp: s.mcp, id: id, grace: s.opts.ForwardGrace})
 	sess.user, sess.client, sess.protocol, sess.holds = rec.User, rec.Client, rec.Protocol, rec.Holds
+	sess.clientVersion, sess.habitFrom, sess.late, sess.lateSince = rec.Version, rec.HabitFrom, rec.Late, rec.LateSince
+	if _, known := habits[rec.Client]; known {
+		sess.habitFrom = fromTable // a record from before habits were learned says nothing
+	}
 	sess.settle, sess.wait, sess.samples, sess.urlElicit = rec.Settle, rec.Wait, rec.Samples, rec.URLElicit
 	sess.unlocked, sess.used, sess.tick = rec.Unlocked, rec.Used, rec.Tick
 	sess.guest = true

@@ -31,7 +31,7 @@ type Redis struct {
 	blocked *redis.Client // for reads that block (see Relay): never holding up c's pool
 	// pins is the pinned tools' own (see Pins): polled every second, also while Redis is
 	// down, its failed dials must not put c's pool off dialing when Redis is back.
-	pins *redis.Client
+	pins    *redis.Client
 	ttl     time.Duration // a session's idle timeout
 	process string        // names this process to the others (see Relay)
 

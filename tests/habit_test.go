@@ -82,3 +82,24 @@ func TestUnknownClientHoldsOnce(t *testing.T) {
 		t.Errorf("status:\n%s", out)
 	}
 }
+
+// A client that re-lists, as Claude Code does, is still held in its next session, in
+// another process: the unlocked tool is listed before the result arrives.
+func TestRelistingClientStillHeld(t *testing.T) {
+	env := isolatedEnv(t)
+	cfg := config(t, "mcpServers:"+githubFixture(t, ""))
+	for session := range 2 {
+		c := startWith(t, env, bin, "--config", cfg, "--log-level", "debug")
+		c.relist = true
+		c.initialize()
+		sr := c.search("create issue", 1)
+		if len(sr.Unlocked) != 1 {
+			t.Fatalf("session %d: unlocked %q", session, sr.Unlocked)
+		}
+		eventually(t, 5*time.Second, "the search logged", func() bool { return strings.Contains(c.Stderr(), `msg="tool search"`) })
+		if !strings.Contains(c.Stderr(), "hold=relisted") {
+			t.Errorf("session %d: the search was not held until the re-list:\n%s", session, c.Stderr())
+		}
+		c.checkStdout()
+	}
+}
