@@ -197,10 +197,10 @@ func TestFileSharedByProcesses(t *testing.T) {
 	if n := len(c.entries); n != 100 {
 		t.Fatalf("%d pins kept of 100", n)
 	}
-	// a pins v1 of a shared tool; b saw v2 first but writes later: b's tool is held.
-	shared := Key{"s", "shared"}
-	a.Judge(Seen{Key: shared, Mode: Changes, Digest: fixed("v1")})
-	if why := b.Judge(Seen{Key: shared, Mode: Changes, Digest: fixed("v2")}); why != nil {
+	// a pins v1 of a tool both see; b saw v2 first but writes later: b's tool is held.
+	both := Key{"s", "both"}
+	a.Judge(Seen{Key: both, Mode: Changes, Digest: fixed("v1")})
+	if why := b.Judge(Seen{Key: both, Mode: Changes, Digest: fixed("v2")}); why != nil {
 		t.Fatalf("b's first sight held: %v", why)
 	}
 	if err := a.Flush(ctx); err != nil {
@@ -215,7 +215,7 @@ func TestFileSharedByProcesses(t *testing.T) {
 	if changed, _ := b.Refresh(ctx); changed {
 		t.Fatal("told twice")
 	}
-	if why := b.Judge(Seen{Key: shared, Mode: Changes, Digest: fixed("v2")}); why == nil || why.Kind != KindChanged {
+	if why := b.Judge(Seen{Key: both, Mode: Changes, Digest: fixed("v2")}); why == nil || why.Kind != KindChanged {
 		t.Fatalf("b's version after a's pin: %v", why)
 	}
 	if err := b.Flush(ctx); err != nil {
@@ -225,7 +225,7 @@ func TestFileSharedByProcesses(t *testing.T) {
 	if changed, err := a.Refresh(ctx); err != nil || !changed {
 		t.Fatalf("a's refresh: %v %v", changed, err)
 	}
-	if e, _ := a.Entry(shared); e.Pending == nil || e.Pending.Digest != "v2" || e.Pinned.Digest != "v1" {
+	if e, _ := a.Entry(both); e.Pending == nil || e.Pending.Digest != "v2" || e.Pinned.Digest != "v1" {
 		t.Fatalf("a's entry: %+v", e)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {

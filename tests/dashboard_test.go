@@ -81,6 +81,27 @@ func startUI(t *testing.T, env []string, cfg string) string {
 	return u
 }
 
+// uiBrowser is a browser that has visited the address toolsift ui printed, and so holds its
+// cookie: the dashboard's base URL, the client, and a GET of a path that returns the body.
+func uiBrowser(t *testing.T, addr string) (base string, browser *http.Client, get func(path string) string) {
+	t.Helper()
+	base = strings.SplitN(addr, "/ui/", 2)[0]
+	jar, _ := cookiejar.New(nil)
+	browser = &http.Client{Jar: jar}
+	get = func(path string) string {
+		t.Helper()
+		resp, err := browser.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	get(strings.TrimPrefix(addr, base))
+	return base, browser, get
+}
+
 // artifacts is where the dashboard's screenshots go: $TOOLSIFT_ARTIFACTS, else
 // tests/artifacts.
 func artifacts(t *testing.T) string {
@@ -423,20 +444,7 @@ func TestDashboardSignIn(t *testing.T) {
 	d := newAuthDouble(t).start()
 	u := newOAuthUser(t, fmt.Sprintf("mcpServers:\n  atl:\n    url: %s/mcp\n", d.rs.URL))
 	addr := startUI(t, u.env, u.cfg)
-	base := strings.SplitN(addr, "/ui/", 2)[0]
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar}
-	get := func(path string) string {
-		t.Helper()
-		resp, err := browser.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
-	get(strings.TrimPrefix(addr, base))
+	base, browser, get := uiBrowser(t, addr)
 	var page string
 	eventually(t, 20*time.Second, "atl waiting for a sign-in", func() bool {
 		page = get("/ui/")

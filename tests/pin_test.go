@@ -3,9 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -265,20 +263,7 @@ func TestDashboardReview(t *testing.T) {
 	})
 
 	addr := startUI(t, env, cfg)
-	base := strings.SplitN(addr, "/ui/", 2)[0]
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar}
-	get := func(path string) string {
-		t.Helper()
-		resp, err := browser.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
-	get(strings.TrimPrefix(addr, base))
+	base, browser, get := uiBrowser(t, addr)
 	if page := get("/ui/"); !strings.Contains(page, "1 tool is held for review") {
 		t.Errorf("the overview does not say a tool is held:\n%s", page)
 	}
