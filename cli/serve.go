@@ -183,11 +183,15 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if pages != nil {
 		signIn = pages
 	}
+	var habits proxy.Habits // nil, not a nil *habit.File, when none is kept
+	if f := openHabits(log); f != nil {
+		habits = f
+	}
 	srv := proxy.New(pool, proxy.Options{Logger: log, Version: buildVersion(), MaxCalls: cfg.MaxCalls,
 		MaxUnlocked: cfg.MaxUnlocked, ListAllUnder: cfg.ListAllUnder, Groups: cfg.Groups, Embeddings: emb,
 		Sampling: cfg.Search.Sampling == config.SamplingAuto, Redactor: red, ConfigError: broken, Audit: auditLog, SignIn: signIn, Metrics: metrics,
 		Sessions: sessionStore(shared), Relay: relay(shared), SessionIdleTimeout: cfg.HTTP.SessionIdleTimeout,
-		Stats: counts, Savings: cfg.Search.SavingsLine, Habits: openHabits(log)})
+		Stats: counts, Savings: cfg.Search.SavingsLine, Habits: habits})
 	defer srv.Close() // waits for an index build in progress; runs before the pool closes
 	pool.Start(upstream.Hooks{Client: srv, OnChange: srv.CatalogChanged})
 	if addr != "" {
@@ -224,7 +228,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 
 // openHabits is where the clients' habits are kept (habits.json in the state folder), or
 // nil when there is no state folder: each session then learns for itself.
-func openHabits(log *slog.Logger) proxy.Habits {
+func openHabits(log *slog.Logger) *habit.File {
 	dir, err := dirs.State()
 	if err != nil {
 		log.Warn("clients' habits not kept: no state folder", "error", err)

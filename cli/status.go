@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/toolsift/toolsift/dashboard"
 	"github.com/toolsift/toolsift/habit"
-	"github.com/toolsift/toolsift/internal/dirs"
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/internal/terminal"
 	"github.com/toolsift/toolsift/state"
@@ -103,8 +101,8 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cat := settledCatalog(pool)
 	showAlwaysLoaded(stdout, cat)
 	showHeldTools(stdout, cat)
-	if dir, err := dirs.State(); err == nil {
-		showClients(stdout, habit.Open(filepath.Join(dir, "habits.json"), nil, nil).All())
+	if clients := openHabits(log); clients != nil {
+		showClients(stdout, clients.All())
 	}
 	if len(cfg.Servers) == 0 && len(cfg.Projects) > 0 {
 		n := 0

@@ -11,13 +11,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/toolsift/toolsift/config"
 	"github.com/toolsift/toolsift/dashboard"
-	"github.com/toolsift/toolsift/habit"
 	"github.com/toolsift/toolsift/internal/dirs"
 	"github.com/toolsift/toolsift/internal/redact"
 	"github.com/toolsift/toolsift/oauth"
@@ -85,10 +83,7 @@ func uiCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer signIns.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var clients *habit.File
-	if dir, err := dirs.State(); err == nil {
-		clients = habit.Open(filepath.Join(dir, "habits.json"), log, nil)
-	}
+	clients := openHabits(log)
 	src := dashboard.Source{Store: store, Logger: log,
 		Servers: func(context.Context) []dashboard.Server { return dashboardServers(pool.Statuses(), red) },
 		Keywords: func(ctx context.Context, server, tool string, words []string) error {
